@@ -1,0 +1,738 @@
+"""The sans-IO RSocket connection (spec §Connection Establishment, §Stream Sequences and
+Lifetimes, §Flow Control, §Handling the Unexpected).
+
+:class:`RSocketConnection` is a state machine with no I/O: feed it the bytes (or frames) the
+transport received, get back a list of :mod:`events <rsocket_tx.core.events>`, and drain the
+bytes it wants sent. Time comes in through :meth:`RSocketConnection.tick`; nothing here reads
+a clock or imports Twisted. One connection holds both the requester and the responder side:
+either end may open streams (client ids odd from 1, server ids even from 2).
+
+Per-stream rules are a table: for each (interaction, role) the half-streams that exist and
+whether our sending needs credit; every received frame is dispatched by frame type through a
+dict, and a frame that the current state does not account for is ignored as spec §Handling the
+Unexpected requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from struct import Struct
+
+from . import errors as E
+from .config import SUPPORTED_VERSIONS, ConnectionConfig
+from .events import (
+    CancelReceived,
+    ConnectionClosed,
+    Event,
+    LeaseReceived,
+    MetadataPushReceived,
+    PayloadReceived,
+    RequestNReceived,
+    RequestReceived,
+    SetupReceived,
+    StreamErrored,
+)
+from .fragmentation import Reassembly, encode_payload_bearing, fragment
+from .frames import (
+    FLAG_COMPLETE,
+    FLAG_IGNORE,
+    FLAG_NEXT,
+    MAX_U31,
+    ErrorFrame,
+    Frame,
+    FrameType,
+    KeepaliveFrame,
+    MetadataPushFrame,
+    SetupFrame,
+    decode,
+    encode,
+)
+from .framing import FrameReader
+from .payload import Payload
+
+__all__ = ["RSocketConnection", "Role"]
+
+_HEADER = Struct(">IH")
+_U32 = Struct(">I")
+_REQUEST_N_HEAD = Struct(">IHI")
+
+RESPONSE = FrameType.REQUEST_RESPONSE
+FNF = FrameType.REQUEST_FNF
+STREAM = FrameType.REQUEST_STREAM
+CHANNEL = FrameType.REQUEST_CHANNEL
+_SETUP_ERROR_CODES = frozenset({E.ErrorCode.INVALID_SETUP, E.ErrorCode.UNSUPPORTED_SETUP,
+                                E.ErrorCode.REJECTED_SETUP, E.ErrorCode.REJECTED_RESUME})
+
+
+class Role:
+    CLIENT = "client"
+    SERVER = "server"
+
+
+# state: connection lifecycle
+_AWAIT_SETUP = 0   # server before SETUP
+_OPEN = 1
+_CLOSED = 2
+
+
+class _Stream:
+    """One stream's state as seen from this end.
+
+    ``send_open``/``recv_open``: whether our outbound half / the peer's outbound half is still
+    live. ``credit``: PAYLOADs we may still send (None: our sending needs no credit).
+    """
+
+    __slots__ = ("kind", "requester", "send_open", "recv_open", "credit", "reassembly")
+
+    def __init__(self, kind: int, requester: bool, send_open: bool, recv_open: bool,
+                 credit: int | None) -> None:
+        self.kind = kind
+        self.requester = requester
+        self.send_open = send_open
+        self.recv_open = recv_open
+        self.credit = credit
+        self.reassembly: Reassembly | None = None
+
+
+# (interaction, we are requester) -> (send_open, recv_open, our sending needs credit)
+# after the request frame has been sent / received.
+_STREAM_TABLE = {
+    (RESPONSE, True): (False, True, False),
+    (RESPONSE, False): (True, False, False),
+    (STREAM, True): (False, True, False),
+    (STREAM, False): (True, False, True),
+    (CHANNEL, True): (True, True, True),
+    (CHANNEL, False): (True, True, True),
+}
+
+
+class RSocketConnection:
+    """One RSocket connection, client or server side, with no I/O.
+
+    :param role: :attr:`Role.CLIENT` or :attr:`Role.SERVER`.
+    :param config: limits and timers (:class:`~rsocket_tx.core.config.ConnectionConfig`).
+    :param setup: client only: the SETUP frame to send; it is queued at once and written by the
+        caller's first drain, as a single transport write.
+    :param now: the current time in seconds (any epoch; the same clock as :meth:`tick`).
+    :param frame_logger: optional ``callable(direction, frame)`` called with ``"send"`` or
+        ``"recv"`` and the decoded frame, for debug logs (slows the hot path).
+    :raises ValueError: a client without ``setup``, or a SETUP with resume/lease flags (not
+        supported until the issue that adds them).
+    """
+
+    def __init__(self, role: str, config: ConnectionConfig | None = None, *,
+                 setup: SetupFrame | None = None, now: float = 0.0,
+                 frame_logger: Callable[[str, Frame], None] | None = None) -> None:
+        if role not in (Role.CLIENT, Role.SERVER):
+            raise ValueError(f"role must be 'client' or 'server', got {role!r}")
+        self.role = role
+        self.config = config = config or ConnectionConfig()
+        self.is_client = role == Role.CLIENT
+        self._reader = FrameReader(config.max_frame_size) if config.length_prefixed else None
+        self._max_frame_size = config.max_frame_size
+        self._limit = config.outbound_frame_limit
+        self._out: list[bytes] = []
+        self._prefixed = config.length_prefixed
+        self._streams: dict[int, _Stream] = {}
+        self._next_stream_id = 1 if self.is_client else 2
+        self._frame_logger = frame_logger
+        self.setup: SetupFrame | None = None
+        self.closed_error: E.RSocketError | None = None
+        self._now = now
+        self._last_alive = now
+        self._alive_since_tick = False
+        self._next_keepalive: float | None = None
+        self._setup_deadline: float | None = None
+        self._setup_confirmed = False
+        self._dispatch = {
+            FrameType.SETUP: self._on_setup,
+            FrameType.LEASE: self._on_lease,
+            FrameType.KEEPALIVE: self._on_keepalive,
+            FrameType.REQUEST_RESPONSE: self._on_request,
+            FrameType.REQUEST_FNF: self._on_request,
+            FrameType.REQUEST_STREAM: self._on_request,
+            FrameType.REQUEST_CHANNEL: self._on_request,
+            FrameType.REQUEST_N: self._on_request_n,
+            FrameType.CANCEL: self._on_cancel,
+            FrameType.PAYLOAD: self._on_payload,
+            FrameType.ERROR: self._on_error,
+            FrameType.METADATA_PUSH: self._on_metadata_push,
+            FrameType.RESUME: self._on_resume,
+            FrameType.RESUME_OK: self._on_resume_ok,
+            FrameType.EXT: self._on_ext,
+        }
+        if self.is_client:
+            if setup is None:
+                raise ValueError("a client connection needs the SETUP frame to send")
+            if setup.resume_token is not None or setup.lease:
+                raise ValueError("resume and lease are not supported yet: SETUP must not set "
+                                 "the R or L flag")
+            self.setup = setup
+            self.state = _OPEN
+            self._next_keepalive = now + setup.keepalive_interval / 1000.0
+            self._queue_frame(setup)
+        else:
+            self.state = _AWAIT_SETUP
+            self._setup_deadline = now + config.setup_timeout / 1000.0
+
+    # ---------------------------------------------------------------------------- properties
+
+    @property
+    def is_open(self) -> bool:
+        """False once the connection has closed (locally or by the peer)."""
+        return self.state != _CLOSED
+
+    @property
+    def stream_count(self) -> int:
+        """Streams currently open on this connection."""
+        return len(self._streams)
+
+    def has_stream(self, stream_id: int) -> bool:
+        """True while ``stream_id`` is an open stream."""
+        return stream_id in self._streams
+
+    def credit(self, stream_id: int) -> int:
+        """PAYLOADs we may send on ``stream_id`` now (0 for an unknown stream).
+
+        Streams whose sending needs no credit (request-response answers) report 1.
+        """
+        s = self._streams.get(stream_id)
+        if s is None or not s.send_open:
+            return 0
+        return 1 if s.credit is None else s.credit
+
+    # ---------------------------------------------------------------------------- output
+
+    def data_to_send(self) -> bytes:
+        """Drain queued output for a byte-stream transport (length-prefixed frames)."""
+        out = self._out
+        if not out:
+            return b""
+        self._out = []
+        return b"".join(out) if len(out) > 1 else out[0]
+
+    def frames_to_send(self) -> list[bytes]:
+        """Drain queued output for a message transport: one frame per list item, no prefix."""
+        out = self._out
+        self._out = []
+        return out
+
+    def _queue(self, frame_bytes: bytes) -> None:
+        if self._prefixed:
+            self._out.append(len(frame_bytes).to_bytes(3, "big"))
+        self._out.append(frame_bytes)
+        if self._frame_logger is not None:
+            self._frame_logger("send", decode(frame_bytes))
+
+    def _queue_frame(self, frame: Frame) -> None:
+        self._queue(encode(frame))
+
+    # ---------------------------------------------------------------------------- input
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes from a byte-stream transport; return the events they complete.
+
+        A malformed frame or a frame over ``max_frame_size`` is answered with
+        ERROR[CONNECTION_ERROR] and a :class:`ConnectionClosed` event; never an exception.
+        """
+        if self.state == _CLOSED:
+            return []
+        try:
+            frames = self._reader.feed(data)
+        except E.ProtocolError as exc:
+            return self._fail_connection(exc)
+        events: list[Event] = []
+        for frame in frames:
+            self._receive_one(frame, events)
+            if self.state == _CLOSED:
+                break
+        return events
+
+    def receive_frame(self, frame: bytes) -> list[Event]:
+        """Feed one whole frame from a message transport (WebSocket); return its events."""
+        if self.state == _CLOSED:
+            return []
+        if len(frame) > self._max_frame_size:
+            return self._fail_connection(E.FrameTooLargeError(
+                f"frame length {len(frame)} exceeds the max frame size of "
+                f"{self._max_frame_size} bytes"))
+        events: list[Event] = []
+        self._receive_one(frame, events)
+        return events
+
+    def _receive_one(self, buf: bytes, events: list[Event]) -> None:
+        self._alive_since_tick = True
+        try:
+            frame = decode(buf)
+        except E.UnknownFrameTypeError as exc:
+            if exc.ignore:
+                return
+            events.extend(self._fail_connection(exc))
+            return
+        except E.FrameDecodeError as exc:
+            # spec §Metadata Optional Header: an invalid frame is a CONNECTION_ERROR unless its
+            # IGNORE flag is set.
+            if len(buf) >= 6 and buf[4] & (FLAG_IGNORE >> 8):
+                return
+            events.extend(self._fail_connection(exc))
+            return
+        if self._frame_logger is not None:
+            self._frame_logger("recv", frame)
+        if self.state == _AWAIT_SETUP and frame.frame_type != FrameType.SETUP:
+            if frame.frame_type == FrameType.RESUME:
+                events.extend(self._close_with(
+                    E.RejectedResumeError("resume is not supported by this server"), True))
+            else:
+                events.extend(self._close_with(E.InvalidSetupError(
+                    f"first frame must be SETUP, got {frame.frame_type.name}"), True))
+            return
+        self._dispatch[frame.frame_type](frame, events)
+
+    # ---------------------------------------------------------------------------- time
+
+    def tick(self, now: float) -> list[Event]:
+        """Advance time: send KEEPALIVE when due, enforce max lifetime and setup timeout.
+
+        :param now: current time in seconds, same clock as the constructor's ``now``.
+        :returns: events (a :class:`ConnectionClosed` when the peer was silent too long).
+        """
+        self._now = now
+        if self.state == _CLOSED:
+            return []
+        if self._alive_since_tick:
+            self._alive_since_tick = False
+            self._last_alive = now
+        if self.state == _AWAIT_SETUP:
+            if now >= self._setup_deadline:
+                return self._close_with(E.InvalidSetupError(
+                    f"no SETUP received within {self.config.setup_timeout} ms"), True)
+            return []
+        lifetime = self._max_lifetime_seconds()
+        if now - self._last_alive >= lifetime:
+            return self._close_with(E.ConnectionLostError(
+                f"no frame from the peer for {int(lifetime * 1000)} ms (max lifetime)"), True)
+        if self._next_keepalive is not None and now >= self._next_keepalive:
+            self._queue_frame(KeepaliveFrame(respond=True))
+            interval = self.setup.keepalive_interval / 1000.0
+            self._next_keepalive = max(self._next_keepalive + interval, now)
+        return []
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` must next be called (seconds), or None when closed."""
+        if self.state == _CLOSED:
+            return None
+        if self.state == _AWAIT_SETUP:
+            return self._setup_deadline
+        # if something arrived since the last tick the true deadline is later: ticking at this
+        # one moves it on
+        deadline = self._last_alive + self._max_lifetime_seconds()
+        if self._next_keepalive is not None and self._next_keepalive < deadline:
+            return self._next_keepalive
+        return deadline
+
+    def _max_lifetime_seconds(self) -> float:
+        return self.setup.max_lifetime / 1000.0
+
+    # ---------------------------------------------------------------------------- requester
+
+    def _new_stream_id(self) -> int:
+        if self.state == _CLOSED:
+            raise E.LocalProtocolError("the connection is closed")
+        if self.state == _AWAIT_SETUP:
+            raise E.LocalProtocolError("the connection is not established (no SETUP yet)")
+        sid = self._next_stream_id
+        if sid > MAX_U31:
+            raise E.StreamIdsExhaustedError(
+                "every stream id of this side has been used (2^31-1); open a new connection")
+        self._next_stream_id = sid + 2
+        return sid
+
+    def _send_request(self, kind: int, payload: Payload, initial_n: int,
+                      complete: bool = False) -> int:
+        sid = self._new_stream_id()
+        fixed = b""
+        if kind == STREAM or kind == CHANNEL:
+            if not 1 <= initial_n <= MAX_U31:
+                raise ValueError(f"initial request n must be in [1, {MAX_U31}], got {initial_n}")
+            fixed = _U32.pack(initial_n)
+        frames = fragment(kind, sid, fixed, payload.data, payload.metadata, complete, False,
+                          self._limit)
+        for f in frames:
+            self._queue(f)
+        if kind != FNF:
+            send_open, recv_open, needs_credit = _STREAM_TABLE[kind, True]
+            if kind == CHANNEL and complete:
+                send_open = False
+            self._streams[sid] = _Stream(kind, True, send_open, recv_open,
+                                         0 if needs_credit else None)
+        return sid
+
+    def request_response(self, payload: Payload) -> int:
+        """Send REQUEST_RESPONSE; return the new stream id.
+
+        :raises LocalProtocolError: the connection is closed or not established.
+        :raises StreamIdsExhaustedError: no stream id is left.
+        """
+        return self._send_request(RESPONSE, payload, 0)
+
+    def fire_and_forget(self, payload: Payload) -> int:
+        """Send REQUEST_FNF; return the stream id it used (the stream ends at once)."""
+        return self._send_request(FNF, payload, 0)
+
+    def request_stream(self, payload: Payload, initial_request_n: int) -> int:
+        """Send REQUEST_STREAM granting ``initial_request_n`` (1..2^31-1) items."""
+        return self._send_request(STREAM, payload, initial_request_n)
+
+    def request_channel(self, payload: Payload, initial_request_n: int,
+                        complete: bool = False) -> int:
+        """Send REQUEST_CHANNEL; ``complete`` ends our outbound half at once (C flag)."""
+        return self._send_request(CHANNEL, payload, initial_request_n, complete)
+
+    def metadata_push(self, metadata: bytes) -> None:
+        """Send METADATA_PUSH (stream 0)."""
+        if self.state != _OPEN:
+            raise E.LocalProtocolError("the connection is not open")
+        if len(metadata) + 6 > self._limit:
+            raise ValueError(f"METADATA_PUSH of {len(metadata)} bytes does not fit one frame "
+                             f"of {self._limit} bytes (it cannot be fragmented)")
+        self._queue_frame(MetadataPushFrame(metadata=metadata))
+
+    # ---------------------------------------------------------------------------- both roles
+
+    def _sending_stream(self, stream_id: int) -> _Stream:
+        s = self._streams.get(stream_id)
+        if s is None:
+            raise E.LocalProtocolError(f"stream {stream_id} is not open")
+        if not s.send_open:
+            raise E.LocalProtocolError(f"stream {stream_id}: our side is already complete")
+        return s
+
+    def send_payload(self, stream_id: int, payload: Payload, complete: bool = False) -> None:
+        """Send one item (onNext), with ``complete`` also ending our side (N|C).
+
+        Needs one credit on streams and channels (spec §Flow Control); fragments as needed.
+
+        :raises LocalProtocolError: the stream is not open for sending, or has no credit.
+        """
+        s = self._sending_stream(stream_id)
+        credit = s.credit
+        if credit is not None:
+            if credit <= 0:
+                raise E.LocalProtocolError(
+                    f"stream {stream_id}: no credit (the peer has not sent REQUEST_N)")
+            s.credit = credit - 1
+        if s.kind == RESPONSE:
+            complete = True  # a request-response answer is always complete
+        data = payload.data
+        metadata = payload.metadata
+        if (len(data) + (0 if metadata is None else len(metadata) + 3) + 6) <= self._limit:
+            flags = FLAG_NEXT | FLAG_COMPLETE if complete else FLAG_NEXT
+            self._queue(encode_payload_bearing(FrameType.PAYLOAD, stream_id, flags, b"", data,
+                                               metadata))
+        else:
+            for f in fragment(FrameType.PAYLOAD, stream_id, b"", data, metadata, complete, True,
+                              self._limit):
+                self._queue(f)
+        if complete:
+            self._half_close_send(stream_id, s)
+
+    def send_complete(self, stream_id: int) -> None:
+        """End our outbound half with a PAYLOAD carrying only C (onComplete)."""
+        s = self._sending_stream(stream_id)
+        self._queue(_HEADER.pack(stream_id, (FrameType.PAYLOAD << 10) | FLAG_COMPLETE))
+        self._half_close_send(stream_id, s)
+
+    def send_error(self, stream_id: int, error: E.RSocketError) -> None:
+        """Send ERROR on a stream; it ends the stream both ways (spec §Request Channel).
+
+        :param error: a stream-level error (APPLICATION_ERROR, REJECTED, CANCELED, INVALID or an
+            application-defined code).
+        :raises LocalProtocolError: the stream is not open.
+        """
+        s = self._streams.get(stream_id)
+        if s is None:
+            raise E.LocalProtocolError(f"stream {stream_id} is not open")
+        self._queue(self._error_bytes(stream_id, error.error_code, error.message))
+        del self._streams[stream_id]
+
+    def send_cancel(self, stream_id: int) -> None:
+        """Send CANCEL: we want nothing more on this stream; it ends here (spec §CANCEL).
+
+        Unknown or finished streams are ignored (a cancel can race the stream's end).
+        """
+        s = self._streams.get(stream_id)
+        if s is None:
+            return
+        self._queue(_HEADER.pack(stream_id, FrameType.CANCEL << 10))
+        if s.requester:
+            del self._streams[stream_id]
+        else:
+            # responder of a channel canceling its inbound half: stop receiving
+            s.recv_open = False
+            s.reassembly = None
+            if not s.send_open:
+                del self._streams[stream_id]
+
+    def send_request_n(self, stream_id: int, n: int) -> None:
+        """Grant the peer ``n`` more items on ``stream_id`` (spec §REQUEST_N Frame).
+
+        :param n: 1..2^31-1.
+        :raises ValueError: ``n`` out of range. Ignored when the stream's inbound half is over.
+        """
+        if not 1 <= n <= MAX_U31:
+            raise ValueError(f"request n must be in [1, {MAX_U31}], got {n}")
+        s = self._streams.get(stream_id)
+        if s is None or not s.recv_open:
+            return
+        self._queue(_REQUEST_N_HEAD.pack(stream_id, FrameType.REQUEST_N << 10, n))
+
+    def _half_close_send(self, stream_id: int, s: _Stream) -> None:
+        s.send_open = False
+        if not s.recv_open:
+            del self._streams[stream_id]
+
+    def _half_close_recv(self, stream_id: int, s: _Stream) -> None:
+        s.recv_open = False
+        if not s.send_open:
+            del self._streams[stream_id]
+
+    # ---------------------------------------------------------------------------- setup
+
+    def accept_setup(self) -> None:
+        """Server: nothing to do; SETUP counts as accepted until :meth:`reject_setup`."""
+
+    def reject_setup(self, error: E.SetupError) -> list[Event]:
+        """Server: answer the SETUP with ``error`` (REJECTED_SETUP etc.) and close."""
+        return self._close_with(error, False)
+
+    def close(self, error: E.RSocketError | None = None) -> list[Event]:
+        """Close the connection locally and end every stream. Idempotent.
+
+        :param error: when given, sent as ERROR on stream 0 (e.g. CONNECTION_ERROR or
+            CONNECTION_CLOSE with a reason) before the caller closes the transport; when None,
+            nothing is sent.
+        :returns: the :class:`ConnectionClosed` event (empty list when already closed).
+        """
+        if self.state == _CLOSED:
+            return []
+        if error is None:
+            return self._close_with(E.ConnectionCloseError("closed locally"), False,
+                                    report=None, send=False)
+        return self._close_with(error, False)
+
+    def _error_bytes(self, stream_id: int, code: int, message: str) -> bytes:
+        return encode(ErrorFrame(stream_id=stream_id, error_code=code,
+                                 data=message.encode("utf-8", "replace")))
+
+    def _fail_connection(self, exc: E.RSocketError) -> list[Event]:
+        return self._close_with(E.ConnectionError(str(exc.message)), True, report=exc)
+
+    def _close_with(self, error: E.RSocketError, by_peer: bool, *,
+                    report: E.RSocketError | None | bool = True, send: bool = True) -> list[Event]:
+        """Queue ERROR on stream 0 (if ``send``), drop all streams, report ConnectionClosed."""
+        if self.state == _CLOSED:
+            return []
+        if send:
+            self._queue(self._error_bytes(0, error.error_code, error.message))
+        self.state = _CLOSED
+        self._streams.clear()
+        reported = error if report is True else report
+        self.closed_error = reported
+        return [ConnectionClosed(reported, by_peer)]
+
+    def connection_lost(self, reason: str = "the transport closed") -> list[Event]:
+        """The transport is gone: end everything without sending.
+
+        :returns: a :class:`ConnectionClosed` carrying a
+            :class:`~rsocket_tx.core.errors.ConnectionLostError`, or ``[]`` if already closed.
+        """
+        if self.state == _CLOSED:
+            return []
+        return self._close_with(E.ConnectionLostError(reason), True, send=False)
+
+    # ---------------------------------------------------------------------------- handlers
+
+    def _on_setup(self, f: SetupFrame, events: list[Event]) -> None:
+        if self.is_client or self.state != _AWAIT_SETUP:
+            return  # a client ignores SETUP; a server ignores a second one
+        if f.stream_id != 0:
+            events.extend(self._close_with(
+                E.InvalidSetupError("SETUP must use stream id 0"), True))
+            return
+        if (f.major_version, f.minor_version) not in SUPPORTED_VERSIONS:
+            events.extend(self._close_with(E.UnsupportedSetupError(
+                f"unsupported version {f.major_version}.{f.minor_version}; "
+                "this server speaks 1.0"), True))
+            return
+        if f.resume_token is not None:
+            events.extend(self._close_with(
+                E.RejectedSetupError("resume is not supported by this server"), True))
+            return
+        if f.lease:
+            events.extend(self._close_with(
+                E.RejectedSetupError("lease is not supported by this server"), True))
+            return
+        self.setup = f
+        self.state = _OPEN
+        self._last_alive = self._now
+        events.append(SetupReceived(f))
+
+    def _on_lease(self, f, events: list[Event]) -> None:
+        if f.stream_id == 0:
+            self._setup_confirmed = True
+            events.append(LeaseReceived(f))
+
+    def _on_keepalive(self, f: KeepaliveFrame, events: list[Event]) -> None:
+        if f.stream_id == 0 and f.respond:
+            self._queue_frame(KeepaliveFrame(respond=False, data=f.data))
+
+    def _on_request(self, f, events: list[Event]) -> None:
+        sid = f.stream_id
+        if sid == 0 or sid in self._streams:
+            return  # spec: a request on a stream id in use MUST be ignored
+        if (sid & 1) == (1 if self.is_client else 0):
+            return  # the peer used our parity: not a stream it may open; ignore
+        self._setup_confirmed = True
+        kind = f.frame_type
+        n = f.initial_request_n if kind == STREAM or kind == CHANNEL else 0
+        if f.follows:
+            s = _Stream(kind, False, False, True, None)
+            s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size)
+            r.complete = kind == CHANNEL and f.complete
+            try:
+                r.add(f.data, f.metadata)
+            except E.PayloadTooLargeError as exc:
+                self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
+                return
+            self._streams[sid] = s
+            return
+        complete = kind == CHANNEL and f.complete
+        self._open_responder_stream(sid, kind, Payload(f.data, f.metadata), n, complete, events)
+
+    def _open_responder_stream(self, sid: int, kind: int, payload: Payload, n: int,
+                               complete: bool, events: list[Event]) -> None:
+        if kind == FNF:
+            self._streams.pop(sid, None)
+        else:
+            send_open, recv_open, needs_credit = _STREAM_TABLE[kind, False]
+            if kind == CHANNEL and complete:
+                recv_open = False
+            self._streams[sid] = _Stream(kind, False, send_open, recv_open,
+                                         min(n, MAX_U31) if needs_credit else None)
+        events.append(RequestReceived(sid, FrameType(kind), payload, n, complete))
+
+    def _on_request_n(self, f, events: list[Event]) -> None:
+        s = self._streams.get(f.stream_id)
+        if s is None or s.credit is None or not s.send_open:
+            return
+        credit = s.credit + f.request_n
+        s.credit = MAX_U31 if credit > MAX_U31 else credit  # saturates at 2^31-1
+        events.append(RequestNReceived(f.stream_id, f.request_n))
+
+    def _on_cancel(self, f, events: list[Event]) -> None:
+        sid = f.stream_id
+        s = self._streams.get(sid)
+        if s is None:
+            return  # unknown stream (including 0): ignore
+        if s.reassembly is not None and s.reassembly.frame_type != FrameType.PAYLOAD:
+            # canceled while its request was still arriving in fragments: forget it silently
+            del self._streams[sid]
+            return
+        if s.requester:
+            # the responder of a channel canceled our outbound half
+            if s.send_open:
+                s.send_open = False
+                if not s.recv_open:
+                    del self._streams[sid]
+                events.append(CancelReceived(sid))
+            return
+        del self._streams[sid]
+        events.append(CancelReceived(sid))
+
+    def _on_payload(self, f, events: list[Event]) -> None:
+        sid = f.stream_id
+        s = self._streams.get(sid)
+        if s is None or not s.recv_open:
+            return  # unknown stream (including 0) or finished half: ignore
+        if s.requester:
+            self._setup_confirmed = True
+        r = s.reassembly
+        complete = f.complete
+        if r is not None or (f.follows and not complete):
+            if r is None:
+                s.reassembly = r = Reassembly(FrameType.PAYLOAD, 0,
+                                              self.config.max_reassembled_size)
+                r.next = f.next
+            try:
+                r.add(f.data, f.metadata)
+            except E.PayloadTooLargeError as exc:
+                self._reassembly_overflow(sid, s, exc, events)
+                return
+            if f.follows and not complete:
+                return
+            s.reassembly = None
+            if r.frame_type != FrameType.PAYLOAD:
+                # the last fragment of a request we are responding to
+                del self._streams[sid]
+                self._open_responder_stream(sid, r.frame_type, r.payload(), r.initial_request_n,
+                                            r.complete or complete, events)
+                return
+            payload = r.payload()
+        elif f.next:
+            payload = Payload(f.data, f.metadata)
+        elif complete:
+            payload = None
+        else:
+            return  # neither N nor C: nothing to deliver (spec: MUST NOT be sent); ignore
+        if s.kind == RESPONSE:
+            complete = True  # spec: a PAYLOAD for REQUEST_RESPONSE is complete regardless of C
+        if complete:
+            self._half_close_recv(sid, s)
+        events.append(PayloadReceived(sid, payload, complete))
+
+    def _reassembly_overflow(self, sid: int, s: _Stream, exc: E.PayloadTooLargeError,
+                             events: list[Event]) -> None:
+        s.reassembly = None
+        if s.requester:
+            self._queue(_HEADER.pack(sid, FrameType.CANCEL << 10))
+        else:
+            self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
+        del self._streams[sid]
+        if s.requester or s.kind == CHANNEL:
+            events.append(StreamErrored(sid, exc))
+
+    def _on_error(self, f: ErrorFrame, events: list[Event]) -> None:
+        sid = f.stream_id
+        message = f.data.decode("utf-8", "replace")
+        if sid == 0:
+            code = f.error_code
+            if code in _SETUP_ERROR_CODES:
+                if not self.is_client or self._setup_confirmed:
+                    return  # spec: a server ignores these; a client after establishment too
+            error = E.error_from_code(code, message)
+            events.extend(self._close_with(error, True, send=False))
+            return
+        s = self._streams.pop(sid, None)
+        if s is None:
+            return  # unknown stream: ignore
+        if s.requester:
+            self._setup_confirmed = True
+        events.append(StreamErrored(sid, E.error_from_code(f.error_code, message)))
+
+    def _on_metadata_push(self, f: MetadataPushFrame, events: list[Event]) -> None:
+        if f.stream_id == 0:
+            events.append(MetadataPushReceived(f.metadata))
+
+    def _on_resume(self, f, events: list[Event]) -> None:
+        if not self.is_client:
+            # spec §Resume Operation: RESUME after SETUP -> CONNECTION_ERROR
+            events.extend(self._fail_connection(E.ProtocolError("RESUME after SETUP")))
+
+    def _on_resume_ok(self, f, events: list[Event]) -> None:
+        return  # we never send RESUME yet: ignore
+
+    def _on_ext(self, f, events: list[Event]) -> None:
+        if not f.ignore:
+            events.extend(self._fail_connection(E.ProtocolError(
+                f"unsupported EXT frame (extended type {f.extended_type}) without the I flag")))
+

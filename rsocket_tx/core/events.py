@@ -1,0 +1,145 @@
+"""Events returned by :class:`~rsocket_tx.core.connection.RSocketConnection`.
+
+Each event is a small slotted object; the Twisted layer dispatches on ``type(event)``.
+"""
+
+from __future__ import annotations
+
+from .errors import RSocketError
+from .frames import FrameType, LeaseFrame, SetupFrame
+from .payload import Payload
+
+__all__ = [
+    "Event",
+    "SetupReceived",
+    "RequestReceived",
+    "PayloadReceived",
+    "RequestNReceived",
+    "CancelReceived",
+    "StreamErrored",
+    "MetadataPushReceived",
+    "LeaseReceived",
+    "ConnectionClosed",
+]
+
+
+class Event:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+
+class SetupReceived(Event):
+    """Server: the client's SETUP arrived and passed the protocol checks (spec §SETUP).
+
+    The application may still reject it with ``reject_setup()``; until then the connection
+    behaves as accepted (spec §Connection Establishment: the client may send requests at once).
+    """
+
+    __slots__ = ("setup",)
+
+    def __init__(self, setup: SetupFrame) -> None:
+        self.setup = setup
+
+
+class RequestReceived(Event):
+    """A complete (reassembled) request opened stream ``stream_id`` toward our responder.
+
+    :ivar frame_type: REQUEST_RESPONSE, REQUEST_FNF, REQUEST_STREAM or REQUEST_CHANNEL.
+    :ivar initial_request_n: the credit granted with REQUEST_STREAM/REQUEST_CHANNEL, else 0.
+    :ivar complete: REQUEST_CHANNEL only: the requester's side is already complete (C flag).
+    """
+
+    __slots__ = ("stream_id", "frame_type", "payload", "initial_request_n", "complete")
+
+    def __init__(self, stream_id: int, frame_type: FrameType, payload: Payload,
+                 initial_request_n: int = 0, complete: bool = False) -> None:
+        self.stream_id = stream_id
+        self.frame_type = frame_type
+        self.payload = payload
+        self.initial_request_n = initial_request_n
+        self.complete = complete
+
+
+class PayloadReceived(Event):
+    """onNext and/or onComplete on a stream: ``payload`` is None for a bare COMPLETE."""
+
+    __slots__ = ("stream_id", "payload", "complete")
+
+    def __init__(self, stream_id: int, payload: Payload | None, complete: bool) -> None:
+        self.stream_id = stream_id
+        self.payload = payload
+        self.complete = complete
+
+
+class RequestNReceived(Event):
+    """The peer granted ``n`` more items on ``stream_id`` (already added to our credit)."""
+
+    __slots__ = ("stream_id", "n")
+
+    def __init__(self, stream_id: int, n: int) -> None:
+        self.stream_id = stream_id
+        self.n = n
+
+
+class CancelReceived(Event):
+    """The peer canceled ``stream_id``: stop sending on it."""
+
+    __slots__ = ("stream_id",)
+
+    def __init__(self, stream_id: int) -> None:
+        self.stream_id = stream_id
+
+
+class StreamErrored(Event):
+    """Stream ``stream_id`` ended with ``error``.
+
+    Either the peer sent ERROR on it, or the core ended it locally (a reassembled payload over
+    its limit: the core already told the peer with ERROR[INVALID] or CANCEL).
+    """
+
+    __slots__ = ("stream_id", "error")
+
+    def __init__(self, stream_id: int, error: RSocketError) -> None:
+        self.stream_id = stream_id
+        self.error = error
+
+
+class MetadataPushReceived(Event):
+    """METADATA_PUSH from the peer (spec §METADATA_PUSH Frame)."""
+
+    __slots__ = ("metadata",)
+
+    def __init__(self, metadata: bytes) -> None:
+        self.metadata = metadata
+
+
+class LeaseReceived(Event):
+    """LEASE from the peer (spec §LEASE Frame)."""
+
+    __slots__ = ("lease",)
+
+    def __init__(self, lease: LeaseFrame) -> None:
+        self.lease = lease
+
+
+class ConnectionClosed(Event):
+    """The connection is over: send what is queued, then close the transport.
+
+    :ivar error: why (an :class:`RSocketError`; ``ConnectionCloseError`` for a graceful close
+        by the peer), or None for a local close. Every open stream is dead.
+    :ivar by_peer: True when the peer's frame or silence caused it.
+    """
+
+    __slots__ = ("error", "by_peer")
+
+    def __init__(self, error: RSocketError | None, by_peer: bool) -> None:
+        self.error = error
+        self.by_peer = by_peer

@@ -1,0 +1,126 @@
+"""Fragmentation and reassembly of payload-bearing frames (spec §Fragmentation And Reassembly).
+
+A fragment size counts whole frames: the 6-byte RSocket frame header and every field of the
+frame, *excluding* the 3-byte length prefix of stream transports. Metadata is sent completely
+before data. A fragmented request is its REQUEST_* frame with (F)ollows set, then PAYLOAD
+frames; every fragment but the last has F set; the last carries the C flag of the whole.
+"""
+
+from __future__ import annotations
+
+from struct import Struct
+
+from .errors import PayloadTooLargeError
+from .frames import FLAG_COMPLETE, FLAG_FOLLOWS, FLAG_METADATA, FLAG_NEXT, FrameType
+from .payload import Payload
+
+__all__ = ["fragment", "encode_payload_bearing", "Reassembly"]
+
+_HEADER = Struct(">IH")
+_PAYLOAD_SHIFTED = FrameType.PAYLOAD << 10
+
+
+def encode_payload_bearing(frame_type: int, stream_id: int, flags: int, fixed: bytes,
+                           data: bytes, metadata: bytes | None) -> bytes:
+    """Encode one REQUEST_* or PAYLOAD frame from its parts (the hot path of sending).
+
+    :param flags: the flags other than M (F, C, N as the frame needs).
+    :param fixed: the bytes between header and metadata (initial request-n, or b"").
+    """
+    if metadata is None:
+        return _HEADER.pack(stream_id, (frame_type << 10) | flags) + fixed + data
+    return b"".join((_HEADER.pack(stream_id, (frame_type << 10) | flags | FLAG_METADATA), fixed,
+                     len(metadata).to_bytes(3, "big"), metadata, data))
+
+
+def fragment(frame_type: int, stream_id: int, fixed: bytes, data: bytes,
+             metadata: bytes | None, complete: bool, next_: bool, limit: int) -> list[bytes]:
+    """Encode a payload-bearing frame as one or more frames of at most ``limit`` bytes.
+
+    :param frame_type: REQUEST_RESPONSE, REQUEST_FNF, REQUEST_STREAM, REQUEST_CHANNEL or PAYLOAD.
+    :param fixed: fixed fields after the header of the first frame (initial request-n).
+    :param complete: the C flag of the whole (PAYLOAD, REQUEST_CHANNEL); it goes on the last
+        fragment.
+    :param next_: the N flag (PAYLOAD); every PAYLOAD fragment carries N.
+    :param limit: the largest frame in bytes, header included, length prefix excluded (>= 64).
+    :returns: encoded frames, in sending order.
+    """
+    mlen = -1 if metadata is None else len(metadata)
+    size = 6 + len(fixed) + (mlen + 3 if mlen >= 0 else 0) + len(data)
+    term = (FLAG_COMPLETE if complete else 0)
+    first_next = FLAG_NEXT if next_ and frame_type == FrameType.PAYLOAD else 0
+    if size <= limit:
+        return [encode_payload_bearing(frame_type, stream_id, term | first_next, fixed, data,
+                                       metadata)]
+    frames = []
+    mpos = 0
+    dpos = 0
+    dlen = len(data)
+    first = True
+    while True:
+        ftype = frame_type if first else FrameType.PAYLOAD
+        room = limit - 6 - (len(fixed) if first else 0)
+        chunk_meta = None
+        if mlen >= 0 and (mpos < mlen or (first and mlen == 0)):
+            room -= 3
+            take = min(room, mlen - mpos)
+            chunk_meta = metadata[mpos:mpos + take]
+            mpos += take
+            room -= take
+        take = min(room, dlen - dpos)
+        chunk_data = data[dpos:dpos + take]
+        dpos += take
+        last = mpos >= max(mlen, 0) and dpos >= dlen
+        flags = 0 if last else FLAG_FOLLOWS
+        if last:
+            flags |= term
+        if ftype == FrameType.PAYLOAD and (next_ or not first):
+            flags |= FLAG_NEXT
+        frames.append(encode_payload_bearing(ftype, stream_id, flags, fixed if first else b"",
+                                             chunk_data, chunk_meta))
+        first = False
+        if last:
+            return frames
+
+
+class Reassembly:
+    """Collects the fragments of one payload on one stream, bounded by ``limit`` bytes.
+
+    :ivar frame_type: type of the first fragment (a REQUEST_* type, or PAYLOAD).
+    :ivar initial_request_n: from a first REQUEST_STREAM / REQUEST_CHANNEL fragment.
+    :ivar complete: C flag seen on the first fragment (REQUEST_CHANNEL) or the last.
+    """
+
+    __slots__ = ("frame_type", "initial_request_n", "complete", "next", "_data", "_meta",
+                 "_size", "_limit")
+
+    def __init__(self, frame_type: int, initial_request_n: int, limit: int) -> None:
+        self.frame_type = frame_type
+        self.initial_request_n = initial_request_n
+        self.complete = False
+        self.next = False
+        self._data: list[bytes] = []
+        self._meta: list[bytes] | None = None
+        self._size = 0
+        self._limit = limit
+
+    def add(self, data: bytes, metadata: bytes | None) -> None:
+        """Append one fragment's data and metadata.
+
+        :raises PayloadTooLargeError: the total would exceed the limit.
+        """
+        self._size += len(data) + (len(metadata) if metadata is not None else 0)
+        if self._size > self._limit:
+            raise PayloadTooLargeError(
+                f"reassembled payload exceeds the limit of {self._limit} bytes")
+        if metadata is not None:
+            if self._meta is None:
+                self._meta = []
+            self._meta.append(metadata)
+        if data:
+            self._data.append(data)
+
+    def payload(self) -> Payload:
+        """The reassembled payload."""
+        meta = None if self._meta is None else b"".join(self._meta)
+        return Payload(b"".join(self._data), meta)

@@ -1,0 +1,612 @@
+"""Twisted transport glue: bytes from a transport into the sans-IO core, events out to
+Deferreds, streams and the application's :class:`~rsocket_tx.responder.Responder`.
+
+:class:`RSocketProtocol` is an ``IProtocol`` and an ``IPushProducer``: it registers itself as
+the transport's streaming producer, so a full write buffer pauses every outbound stream pump
+until the transport drains (``resumeProducing``). Writes are batched: everything the core
+queues while handling one read (or one API call) goes out in a single ``transport.write``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from twisted.internet.defer import Deferred, ensureDeferred, fail, succeed
+from twisted.internet.interfaces import IPushProducer
+from twisted.internet.protocol import ClientFactory, Factory, Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from .core import errors as E
+from .core.config import (
+    DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_MAX_LIFETIME,
+    DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_SETUP_TIMEOUT,
+    ConnectionConfig,
+)
+from .core.connection import Role, RSocketConnection
+from .core.events import (
+    CancelReceived,
+    ConnectionClosed,
+    LeaseReceived,
+    MetadataPushReceived,
+    PayloadReceived,
+    RequestNReceived,
+    RequestReceived,
+    SetupReceived,
+    StreamErrored,
+)
+from .core.frames import FrameType, SetupFrame
+from .core.framing import MAX_FRAME_LENGTH
+from .core.payload import Payload
+from .requester import RSocket
+from .responder import Responder, SetupInfo
+from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
+
+__all__ = ["RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
+
+_log = Logger()
+
+
+def call_handler(fn, *args) -> Deferred:
+    """Call an application handler; return a Deferred of its result.
+
+    The handler may return a value, a Deferred, or a coroutine; exceptions become failures.
+    """
+    try:
+        result = fn(*args)
+    except Exception:  # noqa: BLE001 - a handler's exception is sent to the peer
+        return fail(Failure())
+    if isinstance(result, Deferred):
+        return result
+    if inspect.iscoroutine(result):
+        return ensureDeferred(result)
+    return succeed(result)
+
+
+@implementer(IPushProducer)
+class RSocketProtocol(Protocol):
+    """One RSocket connection over one Twisted stream transport (TCP, TLS, ...).
+
+    :param role: ``"client"`` or ``"server"``.
+    :param config: :class:`~rsocket_tx.core.config.ConnectionConfig`.
+    :param responder: client: the :class:`Responder` serving requests from the server.
+    :param responder_factory: server: zero-argument callable making one :class:`Responder` per
+        connection, called when SETUP arrives.
+    :param setup: client: the :class:`~rsocket_tx.core.frames.SetupFrame` to send.
+    :param reactor: the reactor (``IReactorTime``) for keepalive timers and pump scheduling.
+    :param frame_logger: ``callable(direction, frame)`` for a frame-level debug log.
+    """
+
+    def __init__(self, role: str, config: ConnectionConfig, *, reactor,
+                 responder: Responder | None = None,
+                 responder_factory: Callable[[], Responder] | None = None,
+                 setup: SetupFrame | None = None,
+                 frame_logger: Callable | None = None) -> None:
+        self._role = role
+        self._config = config
+        self._reactor = reactor
+        self._responder = responder
+        self._responder_factory = responder_factory
+        self._setup_frame = setup
+        self._frame_logger = frame_logger
+        self._conn: RSocketConnection | None = None
+        self._paused = False
+        self._dispatching = False
+        self._timer = None
+        self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
+        self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
+        self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
+        self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
+        self._held: list | None = None  # events held while an async acceptor decides
+        self.rsocket = RSocket(self)
+        self.closed = Deferred()
+        self.close_reason: E.RSocketError | None = None
+        self._event_handlers = {
+            PayloadReceived: self._on_payload,
+            RequestReceived: self._on_request,
+            RequestNReceived: self._on_request_n,
+            CancelReceived: self._on_cancel,
+            StreamErrored: self._on_stream_errored,
+            MetadataPushReceived: self._on_metadata_push,
+            SetupReceived: self._on_setup,
+            LeaseReceived: self._on_lease,
+            ConnectionClosed: self._on_connection_closed,
+        }
+
+    # ------------------------------------------------------------------ IProtocol
+
+    def connectionMade(self) -> None:
+        self._conn = RSocketConnection(self._role, self._config, setup=self._setup_frame,
+                                       now=self._reactor.seconds(),
+                                       frame_logger=self._frame_logger)
+        if self._responder is not None:
+            self._responder.rsocket = self.rsocket
+            if self._setup_frame is not None:
+                self._responder.setup = SetupInfo.from_frame(self._setup_frame)
+        self.transport.registerProducer(self, True)
+        self._flush()  # the client's SETUP, in one write
+        self._schedule_tick()
+
+    def dataReceived(self, data: bytes) -> None:
+        events = self._conn.receive_data(data)
+        if events:
+            self._handle(events)
+        self._flush()
+
+    def connectionLost(self, reason=None) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+        if self._conn is None:
+            return
+        why = reason.getErrorMessage() if reason is not None else "the transport closed"
+        self._handle(self._conn.connection_lost(f"connection lost: {why}"))
+
+    # ------------------------------------------------------------------ IPushProducer
+
+    def pauseProducing(self) -> None:
+        self._paused = True
+
+    def resumeProducing(self) -> None:
+        self._paused = False
+        for pump in list(self._pumps.values()):
+            pump.resume()
+
+    def stopProducing(self) -> None:
+        self._paused = True
+
+    # ------------------------------------------------------------------ output
+
+    def _flush(self) -> None:
+        if self._dispatching:
+            return
+        conn = self._conn
+        if conn is None:
+            return
+        data = conn.data_to_send()
+        if data:
+            self.transport.write(data)
+        if not conn.is_open and self.transport is not None:
+            self.transport.loseConnection()
+
+    # ------------------------------------------------------------------ time
+
+    def _schedule_tick(self) -> None:
+        deadline = self._conn.next_deadline()
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - self._reactor.seconds())
+        if self._timer is not None and self._timer.active():
+            self._timer.reset(delay)
+        else:
+            self._timer = self._reactor.callLater(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        events = self._conn.tick(self._reactor.seconds())
+        if events:
+            self._handle(events)
+        self._flush()
+        self._schedule_tick()
+
+    # ------------------------------------------------------------------ events
+
+    def _handle(self, events: list) -> None:
+        if self._held is not None:
+            self._held.extend(events)
+            return
+        was = self._dispatching
+        self._dispatching = True
+        try:
+            handlers = self._event_handlers
+            for i, event in enumerate(events):
+                try:
+                    handlers[event.__class__](event)
+                except Exception:  # noqa: BLE001 - an app bug must not kill the connection
+                    _log.failure("error handling {event!r}", event=event)
+                if self._held is not None:  # an async acceptor is deciding: hold the rest
+                    self._held.extend(events[i + 1:])
+                    return
+        finally:
+            self._dispatching = was
+        self._flush()
+
+    def _on_setup(self, event: SetupReceived) -> None:
+        info = SetupInfo.from_frame(event.setup)
+        try:
+            responder = self._responder_factory()
+            responder.rsocket = self.rsocket
+            responder.setup = info
+            self._responder = responder
+        except Exception as exc:  # noqa: BLE001
+            _log.failure("the responder factory raised")
+            self._reject_setup(E.RejectedSetupError(f"server error: {exc}"))
+            return
+        d = call_handler(responder.accept_setup, info)
+        if d.called:
+            d.addCallbacks(lambda _: None, self._setup_rejected)
+            return
+        self._held = []
+        d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
+
+    def _setup_rejected(self, failure: Failure) -> None:
+        exc = failure.value
+        if not isinstance(exc, E.SetupError):
+            _log.failure("accept_setup raised", failure)
+            exc = E.RejectedSetupError(str(exc) or type(exc).__name__)
+        self._reject_setup(exc)
+
+    def _reject_setup(self, error: E.SetupError) -> None:
+        self._handle_now(self._conn.reject_setup(error))
+
+    def _setup_accepted_later(self, _) -> None:
+        held, self._held = self._held, None
+        self._handle(held)
+        self._flush()
+
+    def _setup_rejected_later(self, failure: Failure) -> None:
+        self._held = None
+        self._setup_rejected(failure)
+        self._flush()
+
+    def _handle_now(self, events: list) -> None:
+        held, self._held = self._held, None
+        self._handle(events)
+        if held is not None and self._conn.is_open:
+            self._held = held
+
+    def _on_lease(self, event: LeaseReceived) -> None:
+        pass  # lease support arrives with its own issue; the core refuses SETUP with L
+
+    def _on_request(self, event: RequestReceived) -> None:
+        responder = self._responder
+        sid = event.stream_id
+        kind = event.frame_type
+        if responder is None:  # a client without a responder
+            responder = self._responder = Responder()
+            responder.rsocket = self.rsocket
+        if kind == FrameType.REQUEST_RESPONSE:
+            d = call_handler(responder.request_response, event.payload)
+            if d.called:
+                d.addCallbacks(self._respond, self._respond_error, (sid,), None, (sid,))
+            else:
+                self._handlers[sid] = d
+                d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None,
+                               (sid,))
+        elif kind == FrameType.REQUEST_FNF:
+            call_handler(responder.fire_and_forget, event.payload).addErrback(
+                lambda f: _log.failure("fire_and_forget handler raised", f))
+        elif kind == FrameType.REQUEST_STREAM:
+            self._start_pump(sid, call_handler(responder.request_stream, event.payload))
+        else:
+            inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
+            if event.complete:
+                inbound._on_complete()
+            else:
+                self._inbound[sid] = inbound
+                self._conn.send_request_n(sid, DEFAULT_PREFETCH)
+            source = call_handler(responder.request_channel, event.payload, inbound)
+            inbound._pump = self._start_pump(sid, source)
+
+    def _start_pump(self, sid: int, source: Deferred) -> OutboundPump:
+        if source.called:
+            result = []
+            source.addBoth(result.append)
+            value = result[0]
+            if isinstance(value, Failure):
+                self._stream_failed_locally(sid, to_rsocket_error(value))
+                return None
+            source = value
+        pump = OutboundPump(self, sid, source)
+        if not pump._stopped:
+            self._pumps[sid] = pump
+        return pump
+
+    def _respond(self, payload, sid: int) -> None:
+        if not self._conn.has_stream(sid):
+            return  # canceled meanwhile
+        if payload is None:
+            self._conn.send_complete(sid)
+        elif not isinstance(payload, Payload):
+            self._conn.send_error(sid, E.ApplicationError(
+                f"request_response must return a Payload, not {type(payload).__name__}"))
+        else:
+            self._conn.send_payload(sid, payload, complete=True)
+
+    def _respond_error(self, failure: Failure, sid: int) -> None:
+        if self._conn.has_stream(sid):
+            self._conn.send_error(sid, to_rsocket_error(failure))
+
+    def _respond_later(self, payload, sid: int) -> None:
+        self._handlers.pop(sid, None)
+        if self._conn.is_open:
+            self._respond(payload, sid)
+            self._flush()
+
+    def _respond_error_later(self, failure: Failure, sid: int) -> None:
+        self._handlers.pop(sid, None)
+        if failure.check(E.CanceledError) and not self._conn.has_stream(sid):
+            return
+        from twisted.internet.defer import CancelledError
+        if failure.check(CancelledError):
+            return
+        if self._conn.is_open:
+            self._respond_error(failure, sid)
+            self._flush()
+
+    def _on_request_n(self, event: RequestNReceived) -> None:
+        pump = self._pumps.get(event.stream_id)
+        if pump is not None:
+            pump.resume()
+
+    def _on_cancel(self, event: CancelReceived) -> None:
+        sid = event.stream_id
+        d = self._handlers.pop(sid, None)
+        if d is not None:
+            d.cancel()
+        pump = self._pumps.pop(sid, None)
+        if pump is not None:
+            pump.stop()
+        if not self._conn.has_stream(sid):
+            inbound = self._inbound.pop(sid, None)
+            if inbound is not None:
+                inbound._on_error(E.CanceledError("the peer canceled the stream"))
+
+    def _on_payload(self, event: PayloadReceived) -> None:
+        sid = event.stream_id
+        d = self._responses.pop(sid, None)
+        if d is not None:
+            d.callback(event.payload)
+            return
+        stream = self._inbound.get(sid)
+        if stream is None:
+            return
+        if event.payload is not None:
+            stream._on_next(event.payload)
+        if event.complete:
+            del self._inbound[sid]
+            stream._on_complete()
+
+    def _on_stream_errored(self, event: StreamErrored) -> None:
+        self._stream_failed(event.stream_id, event.error)
+
+    def _stream_failed(self, sid: int, error: E.RSocketError) -> None:
+        d = self._responses.pop(sid, None)
+        if d is not None:
+            d.errback(error)
+        d = self._handlers.pop(sid, None)
+        if d is not None:
+            d.cancel()
+        pump = self._pumps.pop(sid, None)
+        if pump is not None:
+            pump.stop()
+        stream = self._inbound.pop(sid, None)
+        if stream is not None:
+            stream._on_error(error)
+
+    def _stream_failed_locally(self, sid: int, error: E.RSocketError) -> None:
+        """Our side of ``sid`` failed: ERROR to the peer, then end it here."""
+        if self._conn.has_stream(sid):
+            self._conn.send_error(sid, error)
+        self._stream_failed(sid, error)
+
+    def _on_metadata_push(self, event: MetadataPushReceived) -> None:
+        responder = self._responder
+        if responder is None:
+            return
+        call_handler(responder.metadata_push, event.metadata).addErrback(
+            lambda f: _log.failure("metadata_push handler raised", f))
+
+    def _on_connection_closed(self, event: ConnectionClosed) -> None:
+        error = event.error or E.ConnectionLostError("the connection was closed")
+        if not isinstance(error, E.ConnectionError) and not isinstance(error, E.SetupError) \
+                and not isinstance(error, E.ConnectionCloseError):
+            error = E.ConnectionLostError(str(error))
+        self.close_reason = event.error
+        responses, self._responses = self._responses, {}
+        for d in responses.values():
+            d.errback(error)
+        handlers, self._handlers = self._handlers, {}
+        for d in handlers.values():
+            d.cancel()
+        pumps, self._pumps = self._pumps, {}
+        for pump in pumps.values():
+            pump.stop()
+        inbound, self._inbound = self._inbound, {}
+        for stream in inbound.values():
+            stream._on_error(error)
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+        if event.by_peer and event.error is not None:
+            _log.info("RSocket connection closed: {error}", error=event.error)
+        closed, self.closed = self.closed, None
+        if closed is not None:
+            closed.callback(None)
+        if self.transport is not None:
+            self._dispatching = False
+            data = self._conn.data_to_send()
+            if data:
+                self.transport.write(data)
+            self.transport.loseConnection()
+
+    # ------------------------------------------------------------------ pump callbacks
+
+    def _pump_complete(self, pump: OutboundPump) -> None:
+        sid = pump.stream_id
+        if self._pumps.get(sid) is pump:
+            del self._pumps[sid]
+        if self._conn.has_stream(sid) and self._conn.credit(sid) >= 0:
+            try:
+                self._conn.send_complete(sid)
+            except E.LocalProtocolError:
+                pass
+        self._flush()
+
+    def _pump_failed(self, pump: OutboundPump, error: E.RSocketError) -> None:
+        sid = pump.stream_id
+        if self._pumps.get(sid) is pump:
+            del self._pumps[sid]
+        self._stream_failed_locally(sid, error)
+        self._flush()
+
+    # ------------------------------------------------------------------ requester side
+
+    def _check_open(self) -> None:
+        if self._conn is None or not self._conn.is_open:
+            raise E.LocalProtocolError("the RSocket connection is closed")
+
+    def request_response(self, payload: Payload) -> Deferred:
+        self._check_open()
+        sid = self._conn.request_response(payload)
+        d = Deferred(lambda _: self._cancel_stream(sid))
+        self._responses[sid] = d
+        self._flush()
+        return d
+
+    def fire_and_forget(self, payload: Payload) -> Deferred:
+        self._check_open()
+        self._conn.fire_and_forget(payload)
+        self._flush()
+        return succeed(None)
+
+    def metadata_push(self, metadata: bytes) -> Deferred:
+        self._check_open()
+        self._conn.metadata_push(metadata)
+        self._flush()
+        return succeed(None)
+
+    def request_stream(self, payload: Payload, prefetch: int) -> RequestStream:
+        self._check_open()
+        sid = self._conn.request_stream(payload, prefetch)
+        stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
+        self._flush()
+        return stream
+
+    def request_channel(self, payload: Payload, outbound, prefetch: int,
+                        complete: bool) -> RequestStream:
+        self._check_open()
+        complete = complete or outbound is None
+        sid = self._conn.request_channel(payload, prefetch, complete)
+        stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
+        if not complete:
+            pump = OutboundPump(self, sid, outbound)
+            if not pump._stopped:
+                self._pumps[sid] = pump
+            stream._pump = pump
+        self._flush()
+        return stream
+
+    def _cancel_stream(self, sid: int) -> None:
+        self._responses.pop(sid, None)
+        self._inbound.pop(sid, None)
+        pump = self._pumps.pop(sid, None)
+        if pump is not None:
+            pump.stop()
+        if self._conn.is_open:
+            self._conn.send_cancel(sid)
+            self._flush()
+
+    def _request_n(self, sid: int, n: int) -> None:
+        if self._conn.is_open:
+            self._conn.send_request_n(sid, n)
+            self._flush()
+
+    def close(self, error: E.RSocketError | None = None) -> Deferred:
+        """Close the connection (after writing ``error`` as ERROR on stream 0, if given)."""
+        d = self.closed if self.closed is not None else succeed(None)
+        if self._conn is not None and self._conn.is_open:
+            self._handle(self._conn.close(error))
+        elif self.transport is not None:
+            self.transport.loseConnection()
+        return d
+
+
+class _FactoryMixin:
+    def _init_common(self, *, reactor, fragment_size, max_frame_size, max_reassembled_size,
+                     setup_timeout, keepalive_interval, max_lifetime, frame_logger) -> None:
+        if reactor is None:
+            from twisted.internet import reactor as global_reactor
+            reactor = global_reactor
+        self.reactor = reactor
+        self.config = ConnectionConfig(
+            fragment_size=fragment_size, max_frame_size=max_frame_size,
+            max_reassembled_size=max_reassembled_size, setup_timeout=setup_timeout,
+            keepalive_interval=keepalive_interval, max_lifetime=max_lifetime)
+        self.frame_logger = frame_logger
+
+
+class RSocketServerFactory(_FactoryMixin, Factory):
+    """Server factory: one :class:`RSocketProtocol` per accepted connection.
+
+    :param responder_factory: zero-argument callable returning a :class:`Responder` for each
+        connection (a Responder subclass works); None serves the demo responder.
+    :param reactor: ``IReactorTime`` provider; None: the global reactor.
+    :param fragment_size: bytes per outbound frame, header included, length prefix excluded
+        (>= 64); None fragments only payloads that cannot fit one frame.
+    :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
+    :param max_reassembled_size: largest payload reassembled from fragments, bytes.
+    :param setup_timeout: milliseconds a client may take to send SETUP.
+    :param frame_logger: ``callable(direction, frame)`` debug hook.
+    :raises ValueError: a setting is out of range.
+    """
+
+    def __init__(self, responder_factory: Callable[[], Responder] | None = None, *,
+                 reactor=None, fragment_size: int | None = None,
+                 max_frame_size: int = MAX_FRAME_LENGTH,
+                 max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
+                 setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
+                 frame_logger: Callable | None = None) -> None:
+        if responder_factory is None:
+            from .demo import DemoResponder
+            responder_factory = DemoResponder
+        if not callable(responder_factory):
+            raise TypeError(f"responder_factory must be callable, got {responder_factory!r}")
+        self.responder_factory = responder_factory
+        self._init_common(reactor=reactor, fragment_size=fragment_size,
+                          max_frame_size=max_frame_size,
+                          max_reassembled_size=max_reassembled_size,
+                          setup_timeout=setup_timeout,
+                          keepalive_interval=DEFAULT_KEEPALIVE_INTERVAL,
+                          max_lifetime=DEFAULT_MAX_LIFETIME, frame_logger=frame_logger)
+
+    def buildProtocol(self, addr) -> RSocketProtocol:
+        proto = RSocketProtocol(Role.SERVER, self.config, reactor=self.reactor,
+                                responder_factory=self.responder_factory,
+                                frame_logger=self.frame_logger)
+        proto.factory = self
+        return proto
+
+
+class RSocketClientFactory(_FactoryMixin, ClientFactory):
+    """Client factory: builds the client :class:`RSocketProtocol` that sends ``setup``.
+
+    :param setup: the :class:`~rsocket_tx.core.frames.SetupFrame` to send on connect.
+    :param responder: the :class:`Responder` that serves requests from the server, or None.
+    Other parameters as :class:`RSocketServerFactory`.
+    """
+
+    def __init__(self, setup: SetupFrame, responder: Responder | None = None, *, reactor=None,
+                 fragment_size: int | None = None,
+                 max_frame_size: int = MAX_FRAME_LENGTH,
+                 max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
+                 frame_logger: Callable | None = None) -> None:
+        self.setup = setup
+        self.responder = responder
+        self._init_common(reactor=reactor, fragment_size=fragment_size,
+                          max_frame_size=max_frame_size,
+                          max_reassembled_size=max_reassembled_size,
+                          setup_timeout=DEFAULT_SETUP_TIMEOUT,
+                          keepalive_interval=setup.keepalive_interval,
+                          max_lifetime=setup.max_lifetime, frame_logger=frame_logger)
+
+    def buildProtocol(self, addr) -> RSocketProtocol:
+        proto = RSocketProtocol(Role.CLIENT, self.config, reactor=self.reactor,
+                                responder=self.responder, setup=self.setup,
+                                frame_logger=self.frame_logger)
+        proto.factory = self
+        return proto

@@ -1,0 +1,116 @@
+"""The responder side: subclass :class:`Responder` and override the interactions you serve."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from .core.errors import RejectedError
+from .core.frames import SetupFrame
+from .core.payload import Payload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .requester import RSocket
+    from .streams import RequestStream
+
+__all__ = ["Responder", "SetupInfo"]
+
+
+class SetupInfo:
+    """The parameters a client sent in its SETUP frame (spec §SETUP Frame).
+
+    :ivar version: ``(major, minor)``.
+    :ivar keepalive_interval: milliseconds between the client's KEEPALIVEs.
+    :ivar max_lifetime: milliseconds of silence after which the connection is dead.
+    :ivar metadata_mime_type: str (US-ASCII).
+    :ivar data_mime_type: str (US-ASCII).
+    :ivar payload: the setup :class:`Payload` (data and metadata).
+    :ivar lease: whether the client asked for leases (L flag).
+    :ivar resume_token: the resume token (R flag), or None.
+    """
+
+    __slots__ = ("version", "keepalive_interval", "max_lifetime", "metadata_mime_type",
+                 "data_mime_type", "payload", "lease", "resume_token")
+
+    def __init__(self, *, version: tuple[int, int], keepalive_interval: int, max_lifetime: int,
+                 metadata_mime_type: str, data_mime_type: str, payload: Payload,
+                 lease: bool = False, resume_token: bytes | None = None) -> None:
+        self.version = version
+        self.keepalive_interval = keepalive_interval
+        self.max_lifetime = max_lifetime
+        self.metadata_mime_type = metadata_mime_type
+        self.data_mime_type = data_mime_type
+        self.payload = payload
+        self.lease = lease
+        self.resume_token = resume_token
+
+    @classmethod
+    def from_frame(cls, frame: SetupFrame) -> SetupInfo:
+        """Build from a decoded SETUP frame."""
+        return cls(version=(frame.major_version, frame.minor_version),
+                   keepalive_interval=frame.keepalive_interval, max_lifetime=frame.max_lifetime,
+                   metadata_mime_type=frame.metadata_mime_type.decode("ascii", "replace"),
+                   data_mime_type=frame.data_mime_type.decode("ascii", "replace"),
+                   payload=Payload(frame.data, frame.metadata), lease=frame.lease,
+                   resume_token=frame.resume_token)
+
+    def __repr__(self) -> str:
+        return (f"SetupInfo(version={self.version}, keepalive_interval={self.keepalive_interval},"
+                f" max_lifetime={self.max_lifetime}, metadata_mime_type="
+                f"{self.metadata_mime_type!r}, data_mime_type={self.data_mime_type!r})")
+
+
+class Responder:
+    """Base class of application responders; one instance serves one connection.
+
+    Override the interactions you serve. Each handler may return its result directly, a
+    Deferred, or be a coroutine (``async def``); a stream handler returns an iterable or an async
+    iterable of :class:`Payload` (or a Deferred/coroutine of one), which is pulled only as fast
+    as the requester grants credit. Raising :class:`~rsocket_tx.core.errors.RejectedError`,
+    :class:`~rsocket_tx.core.errors.CanceledError` or :class:`~rsocket_tx.core.errors.InvalidError`
+    sends that code; any other exception sends ERROR[APPLICATION_ERROR] with its message.
+    An interaction that is not overridden answers ERROR[REJECTED] naming it.
+
+    :ivar rsocket: the :class:`~rsocket_tx.requester.RSocket` of this connection, to make
+        requests back to the peer. Set before :meth:`accept_setup` is called.
+    :ivar setup: the connection's :class:`SetupInfo` (on a client: what it sent).
+    """
+
+    log = Logger()
+    rsocket: RSocket
+    setup: SetupInfo
+
+    def accept_setup(self, setup: SetupInfo) -> None | Deferred:
+        """Server: inspect the client's SETUP before any request is served.
+
+        Raise :class:`~rsocket_tx.core.errors.RejectedSetupError` (or return a Deferred that
+        fails with it) to answer ERROR[REJECTED_SETUP] with its message and close.
+        """
+
+    def request_response(self, payload: Payload):
+        """Answer one request with one :class:`Payload` (spec §Request Response)."""
+        raise RejectedError(f"request-response is not implemented by {type(self).__name__}")
+
+    def fire_and_forget(self, payload: Payload):
+        """Receive a one-way message (spec §Request Fire-n-Forget). Default: log and drop."""
+        self.log.info("fire-and-forget not handled by {responder}: {payload!r}",
+                      responder=type(self).__name__, payload=payload)
+
+    def metadata_push(self, metadata: bytes):
+        """Receive connection-level metadata (spec §METADATA_PUSH). Default: log and drop."""
+        self.log.info("metadata-push not handled by {responder}: {metadata!r}",
+                      responder=type(self).__name__, metadata=metadata)
+
+    def request_stream(self, payload: Payload):
+        """Return an iterable or async iterable of :class:`Payload` (spec §Request Stream)."""
+        raise RejectedError(f"request-stream is not implemented by {type(self).__name__}")
+
+    def request_channel(self, payload: Payload, inbound: RequestStream):
+        """Return an iterable or async iterable of :class:`Payload` answering a channel.
+
+        :param payload: the first payload, from the REQUEST_CHANNEL frame.
+        :param inbound: the requester's further payloads, as an async iterator.
+        """
+        raise RejectedError(f"request-channel is not implemented by {type(self).__name__}")

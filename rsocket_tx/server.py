@@ -1,0 +1,50 @@
+"""``serve()``: listen for RSocket clients on any Twisted stream server endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from twisted.internet.defer import Deferred
+
+from .core.config import (
+    DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_SETUP_TIMEOUT,
+)
+from .core.framing import MAX_FRAME_LENGTH
+from .endpoints import server_endpoint
+from .protocol import RSocketServerFactory
+from .responder import Responder
+
+__all__ = ["serve"]
+
+
+def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
+          fragment_size: int | None = None,
+          max_frame_size: int = MAX_FRAME_LENGTH,
+          max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
+          setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
+          frame_logger: Callable | None = None) -> Deferred:
+    """Serve RSocket on ``endpoint``.
+
+    :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,
+        ``"tcp:port=7878:interface=127.0.0.1"``), a URI (``"tcp://0.0.0.0:7878"``), or an
+        ``IStreamServerEndpoint``.
+    :param responder_factory: zero-argument callable making a
+        :class:`~rsocket_tx.responder.Responder` per connection (a Responder subclass works);
+        None serves :class:`~rsocket_tx.demo.DemoResponder`.
+    :param fragment_size: bytes per outbound frame (>= 64); None: only what cannot fit a frame.
+    :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
+    :param max_reassembled_size: largest inbound reassembled payload, bytes.
+    :param setup_timeout: milliseconds a client may take to send SETUP before it is dropped.
+    :param frame_logger: ``callable(direction, frame)`` debug hook.
+    :returns: Deferred firing with the ``IListeningPort``.
+    :raises ValueError: a bad endpoint string or setting.
+    """
+    if reactor is None:
+        from twisted.internet import reactor as global_reactor
+        reactor = global_reactor
+    factory = RSocketServerFactory(responder_factory, reactor=reactor,
+                                   fragment_size=fragment_size, max_frame_size=max_frame_size,
+                                   max_reassembled_size=max_reassembled_size,
+                                   setup_timeout=setup_timeout, frame_logger=frame_logger)
+    return server_endpoint(reactor, endpoint).listen(factory)

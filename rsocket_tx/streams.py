@@ -1,0 +1,377 @@
+"""Streams on the Twisted side: inbound item streams and outbound credit-driven pumps.
+
+:class:`RequestStream` is what ``request_stream`` / ``request_channel`` return and what a
+channel responder receives as its inbound side: an async iterator of :class:`Payload` that sends
+REQUEST_N as the application consumes (spec §Flow Control, Reactive Streams semantics).
+
+:class:`OutboundPump` pulls a sync or async iterable only while the peer has granted credit and
+the transport is not paused (Twisted producer/consumer), and turns its end into COMPLETE or ERROR.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import AsyncIterable, Iterable
+from typing import TYPE_CHECKING
+
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, succeed
+from twisted.logger import Logger
+
+from .core.errors import ApplicationError, RSocketError
+from .core.payload import Payload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .protocol import RSocketProtocol
+
+__all__ = ["RequestStream", "OutboundPump", "DEFAULT_PREFETCH", "to_rsocket_error"]
+
+#: Items requested up front on a stream; REQUEST_N tops the window up as items are consumed.
+DEFAULT_PREFETCH = 256
+#: Items a synchronous source may emit in one reactor turn before yielding to other streams.
+_SYNC_BATCH = 512
+#: Bytes queued by one pump turn before it hands them to the transport.
+_FLUSH_BYTES = 256 * 1024
+
+_log = Logger()
+
+
+def to_rsocket_error(failure_or_exc) -> RSocketError:
+    """Map an exception raised by application code to the error sent on the wire.
+
+    RSocketErrors keep their code and message; any other exception becomes
+    ERROR[APPLICATION_ERROR] with ``str(exc)`` (or the exception's class name when empty).
+    """
+    exc = getattr(failure_or_exc, "value", failure_or_exc)
+    if isinstance(exc, RSocketError):
+        return exc
+    message = str(exc) or type(exc).__name__
+    return ApplicationError(message)
+
+
+class RequestStream:
+    """An inbound stream of :class:`Payload`: ``async for payload in stream``.
+
+    Flow control: ``prefetch`` items are requested when the stream opens; each time three
+    quarters of that window has been consumed by the application, a REQUEST_N for the consumed
+    count is sent, so at most ``prefetch`` items are ever buffered here.
+
+    Iteration raises the typed :class:`~rsocket_tx.core.errors.RSocketError` the peer sent
+    (e.g. :class:`~rsocket_tx.core.errors.ApplicationError`), or
+    :class:`~rsocket_tx.core.errors.ConnectionLostError` if the connection dies; it stops
+    (``StopAsyncIteration``) on completion or after :meth:`cancel`.
+
+    :ivar stream_id: the stream id on the connection.
+    """
+
+    __slots__ = ("_protocol", "stream_id", "_prefetch", "_limit", "_consumed", "_queue",
+                 "_waiter", "_done", "_error", "_collector", "_take", "_pump", "_open",
+                 "__weakref__")
+
+    def __init__(self, protocol: RSocketProtocol, stream_id: int, prefetch: int) -> None:
+        self._protocol = protocol
+        self.stream_id = stream_id
+        self._prefetch = prefetch
+        self._limit = max(1, (prefetch * 3) // 4)
+        self._consumed = 0
+        self._queue: deque[Payload] = deque()
+        self._waiter: Deferred | None = None
+        self._done = False
+        self._open = True  # the inbound half is still live on the connection
+        self._error: BaseException | None = None
+        self._collector: list[Payload] | None = None
+        self._take: int | None = None
+        self._pump: OutboundPump | None = None
+
+    # -- application side -----------------------------------------------------------------
+
+    def __aiter__(self) -> RequestStream:
+        return self
+
+    async def __anext__(self) -> Payload:
+        if self._queue:
+            item = self._queue.popleft()
+            self._consume(1)
+            return item
+        if self._done:
+            if self._error is not None:
+                raise self._error
+            raise StopAsyncIteration
+        self._waiter = d = Deferred()
+        item = await d
+        if item is None:
+            if self._error is not None:
+                raise self._error
+            raise StopAsyncIteration
+        self._consume(1)
+        return item
+
+    def collect(self, take: int | None = None) -> Deferred:
+        """Gather the items into a list.
+
+        :param take: stop after this many items and cancel the rest (CANCEL to the peer);
+            None collects until the stream completes.
+        :returns: Deferred firing with ``list[Payload]``, or failing with the stream's error.
+        :raises ValueError: ``take`` < 0; :class:`RuntimeError` if iteration already began.
+        """
+        if take is not None and take < 0:
+            raise ValueError(f"take must be >= 0, got {take}")
+        if self._collector is not None or self._waiter is not None:
+            raise RuntimeError("this stream is already being consumed")
+        items = list(self._queue)
+        self._queue.clear()
+        if take is not None and len(items) >= take:
+            del items[take:]
+            self.cancel()
+            return succeed(items)
+        self._consume(len(items))
+        self._collector = items
+        self._take = take
+        self._waiter = d = Deferred()
+        if self._done:
+            self._finish_collect()
+        return d
+
+    def cancel(self) -> None:
+        """Cancel the stream: CANCEL to the peer (if still live); iteration stops."""
+        if self._done:
+            return
+        if self._open:
+            self._open = False
+            self._protocol._cancel_stream(self.stream_id)
+        self._end(None)
+
+    # -- protocol side ----------------------------------------------------------------------
+
+    def _consume(self, n: int) -> None:
+        if not self._open or n == 0:
+            return
+        self._consumed += n
+        if self._consumed >= self._limit:
+            n, self._consumed = self._consumed, 0
+            self._protocol._request_n(self.stream_id, n)
+
+    def _on_next(self, payload: Payload) -> None:
+        if self._done:
+            return
+        collector = self._collector
+        if collector is not None:
+            collector.append(payload)
+            if self._take is not None and len(collector) >= self._take:
+                self.cancel()
+                return
+            self._consume(1)
+            return
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter.callback(payload)
+        else:
+            self._queue.append(payload)
+
+    def _on_complete(self) -> None:
+        self._open = False
+        self._end(None)
+
+    def _on_error(self, error: BaseException) -> None:
+        self._open = False
+        self._end(error)
+
+    def _end(self, error: BaseException | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._error = error
+        if self._pump is not None and error is not None:
+            self._pump.stop()
+        if self._collector is not None:
+            self._finish_collect()
+            return
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter.callback(None)
+
+    def _finish_collect(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is None:
+            return
+        if self._error is not None:
+            waiter.errback(self._error)
+        else:
+            waiter.callback(self._collector)
+
+
+class OutboundPump:
+    """Sends a source of :class:`Payload` on one stream as credit allows.
+
+    :param protocol: the owning :class:`~rsocket_tx.protocol.RSocketProtocol`.
+    :param stream_id: the stream to send on.
+    :param source: an iterable, async iterable, or a Deferred/coroutine of one.
+    """
+
+    __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_stopped", "_busy",
+                 "_scheduled", "_source_d")
+
+    def __init__(self, protocol: RSocketProtocol, stream_id: int, source) -> None:
+        self._protocol = protocol
+        self.stream_id = stream_id
+        self._iter = None
+        self._async = False
+        self._stopped = False
+        self._busy = False  # an async __anext__ is outstanding
+        self._scheduled = None
+        self._source_d: Deferred | None = None
+        if isinstance(source, Deferred) or inspect.isawaitable(source):
+            d = source if isinstance(source, Deferred) else ensureDeferred(source)
+            self._source_d = d
+            d.addCallbacks(self._set_source, self._fail)
+        else:
+            self._set_source(source)
+
+    def _set_source(self, source) -> None:
+        self._source_d = None
+        if self._stopped:
+            return
+        try:
+            if isinstance(source, AsyncIterable):
+                self._iter = source.__aiter__()
+                self._async = True
+            elif isinstance(source, Iterable):
+                self._iter = iter(source)
+            else:
+                raise TypeError(
+                    f"a stream source must be an iterable or async iterable of Payload, "
+                    f"not {type(source).__name__}")
+        except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
+            self._fail(exc)
+            return
+        self.resume()
+
+    def resume(self) -> None:
+        """Pull more if there is credit and the transport is not paused."""
+        if self._stopped or self._iter is None or self._busy:
+            return
+        if self._async:
+            self._pull_async()
+        else:
+            self._pull_sync()
+
+    def stop(self) -> None:
+        """Stop pulling (cancel or error): close the source and free the stream's pump."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._scheduled is not None and self._scheduled.active():
+            self._scheduled.cancel()
+        self._scheduled = None
+        if self._source_d is not None:
+            self._source_d.cancel()
+        it, self._iter = self._iter, None
+        if it is None:
+            return
+        try:
+            if self._async:
+                aclose = getattr(it, "aclose", None)
+                if aclose is not None:
+                    ensureDeferred(aclose()).addErrback(lambda f: None)
+            else:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()
+        except Exception:  # noqa: BLE001 - closing a source must not break the connection
+            _log.failure("closing a stream source raised")
+
+    def _pull_sync(self) -> None:
+        proto = self._protocol
+        conn = proto._conn
+        sid = self.stream_id
+        it = self._iter
+        sent_bytes = 0
+        for _ in range(_SYNC_BATCH):
+            if proto._paused or conn.credit(sid) <= 0:
+                break
+            try:
+                item = next(it)
+            except StopIteration:
+                self._finish()
+                return
+            except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
+                self._fail(exc)
+                return
+            if not self._send(item):
+                return
+            sent_bytes += len(item.data)
+            if sent_bytes >= _FLUSH_BYTES:
+                sent_bytes = 0
+                proto._flush()
+        else:
+            # batch used up with credit left: let other streams and I/O run, then continue
+            if not self._stopped and self._scheduled is None:
+                self._scheduled = proto._reactor.callLater(0, self._continue)
+        proto._flush()
+
+    def _continue(self) -> None:
+        self._scheduled = None
+        self.resume()
+
+    def _pull_async(self) -> None:
+        proto = self._protocol
+        if proto._paused or proto._conn.credit(self.stream_id) <= 0:
+            return
+        self._busy = True
+        try:
+            d = ensureDeferred(_anext(self._iter))
+        except Exception as exc:  # noqa: BLE001
+            self._busy = False
+            self._fail(exc)
+            return
+        d.addCallbacks(self._got_async, self._async_failed)
+
+    def _got_async(self, item) -> None:
+        self._busy = False
+        if self._stopped:
+            return
+        if item is _END:
+            self._finish()
+            return
+        if self._send(item):
+            self._protocol._flush()
+            self.resume()
+
+    def _async_failed(self, failure) -> None:
+        self._busy = False
+        if self._stopped or failure.check(CancelledError):
+            return
+        self._fail(failure.value)
+
+    def _send(self, item) -> bool:
+        if not isinstance(item, Payload):
+            self._fail(TypeError(f"stream items must be Payload, not {type(item).__name__}"))
+            return False
+        self._protocol._conn.send_payload(self.stream_id, item)
+        return True
+
+    def _finish(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._iter = None
+        self._protocol._pump_complete(self)
+
+    def _fail(self, exc) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._iter = None
+        self._protocol._pump_failed(self, to_rsocket_error(exc))
+
+
+_END = object()
+
+
+async def _anext(it):
+    try:
+        return await it.__anext__()
+    except StopAsyncIteration:
+        return _END
