@@ -35,7 +35,9 @@ from .events import (
 from .fragmentation import Reassembly, encode_payload_bearing, fragment
 from .frames import (
     FLAG_COMPLETE,
+    FLAG_FOLLOWS,
     FLAG_IGNORE,
+    FLAG_METADATA,
     FLAG_NEXT,
     MAX_U31,
     ErrorFrame,
@@ -55,6 +57,7 @@ __all__ = ["RSocketConnection", "Role"]
 _HEADER = Struct(">IH")
 _U32 = Struct(">I")
 _REQUEST_N_HEAD = Struct(">IHI")
+_PAYLOAD = int(FrameType.PAYLOAD)
 
 RESPONSE = FrameType.REQUEST_RESPONSE
 FNF = FrameType.REQUEST_FNF
@@ -242,8 +245,27 @@ class RSocketConnection:
         except E.ProtocolError as exc:
             return self._fail_connection(exc)
         events: list[Event] = []
-        for frame in frames:
-            self._receive_one(frame, events)
+        fast = self._frame_logger is None
+        for buf in frames:
+            # fast path for the most frequent frame, PAYLOAD on an open connection: parse it
+            # here without building a frame object; anything unusual takes the full decoder.
+            if fast and self.state == _OPEN and len(buf) >= 6:
+                sid, tf = _HEADER.unpack_from(buf, 0)
+                if tf >> 10 == _PAYLOAD and sid <= MAX_U31:
+                    if not tf & FLAG_METADATA:
+                        self._alive_since_tick = True
+                        self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
+                                      tf & FLAG_NEXT != 0, buf[6:], None, events)
+                        continue
+                    n = len(buf)
+                    if n >= 9:
+                        end = 9 + ((buf[6] << 16) | (buf[7] << 8) | buf[8])
+                        if end <= n:
+                            self._alive_since_tick = True
+                            self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
+                                          tf & FLAG_NEXT != 0, buf[end:], buf[9:end], events)
+                            continue
+            self._receive_one(buf, events)
             if self.state == _CLOSED:
                 break
         return events
@@ -650,25 +672,27 @@ class RSocketConnection:
         events.append(CancelReceived(sid))
 
     def _on_payload(self, f, events: list[Event]) -> None:
-        sid = f.stream_id
+        self._payload(f.stream_id, f.follows, f.complete, f.next, f.data, f.metadata, events)
+
+    def _payload(self, sid: int, follows: bool, complete: bool, next_: bool, data: bytes,
+                 metadata: bytes | None, events: list[Event]) -> None:
         s = self._streams.get(sid)
         if s is None or not s.recv_open:
             return  # unknown stream (including 0) or finished half: ignore
         if s.requester:
             self._setup_confirmed = True
         r = s.reassembly
-        complete = f.complete
-        if r is not None or (f.follows and not complete):
+        if r is not None or (follows and not complete):
             if r is None:
                 s.reassembly = r = Reassembly(FrameType.PAYLOAD, 0,
                                               self.config.max_reassembled_size)
-                r.next = f.next
+                r.next = next_
             try:
-                r.add(f.data, f.metadata)
+                r.add(data, metadata)
             except E.PayloadTooLargeError as exc:
                 self._reassembly_overflow(sid, s, exc, events)
                 return
-            if f.follows and not complete:
+            if follows and not complete:
                 return
             s.reassembly = None
             if r.frame_type != FrameType.PAYLOAD:
@@ -678,8 +702,8 @@ class RSocketConnection:
                                             r.complete or complete, events)
                 return
             payload = r.payload()
-        elif f.next:
-            payload = Payload(f.data, f.metadata)
+        elif next_:
+            payload = Payload(data, metadata)
         elif complete:
             payload = None
         else:
