@@ -132,7 +132,7 @@ class RSocketProtocol(Protocol):
         self._schedule_tick()
 
     def dataReceived(self, data: bytes) -> None:
-        events = self._conn.receive_data(data)
+        events = self._conn.receive_data(data, self._reactor.seconds())
         if events:
             self._handle(events)
         self._flush()
@@ -502,14 +502,20 @@ class RSocketProtocol(Protocol):
         return stream
 
     def _cancel_stream(self, sid: int) -> None:
+        """The local consumer canceled ``sid``: CANCEL to the peer.
+
+        A requester's CANCEL ends the whole stream (our outbound half of a channel too); a
+        channel responder's ends only its inbound half, its outbound goes on.
+        """
         self._responses.pop(sid, None)
         self._inbound.pop(sid, None)
-        pump = self._pumps.pop(sid, None)
-        if pump is not None:
-            pump.stop()
         if self._conn.is_open:
             self._conn.send_cancel(sid)
-            self._flush()
+        if not self._conn.has_stream(sid):
+            pump = self._pumps.pop(sid, None)
+            if pump is not None:
+                pump.stop()
+        self._flush()
 
     def _request_n(self, sid: int, n: int) -> None:
         if self._conn.is_open:
@@ -587,6 +593,7 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
 
     :param setup: the :class:`~rsocket_tx.core.frames.SetupFrame` to send on connect.
     :param responder: the :class:`Responder` that serves requests from the server, or None.
+
     Other parameters as :class:`RSocketServerFactory`.
     """
 

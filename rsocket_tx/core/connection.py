@@ -232,8 +232,11 @@ class RSocketConnection:
 
     # ---------------------------------------------------------------------------- input
 
-    def receive_data(self, data: bytes) -> list[Event]:
+    def receive_data(self, data: bytes, now: float | None = None) -> list[Event]:
         """Feed bytes from a byte-stream transport; return the events they complete.
+
+        :param now: the current time in seconds (the clock of :meth:`tick`); it marks the peer
+            alive (max lifetime). When None, the peer counts as alive at the next tick.
 
         A malformed frame or a frame over ``max_frame_size`` is answered with
         ERROR[CONNECTION_ERROR] and a :class:`ConnectionClosed` event; never an exception.
@@ -245,6 +248,8 @@ class RSocketConnection:
         except E.ProtocolError as exc:
             return self._fail_connection(exc)
         events: list[Event] = []
+        if frames:
+            self._mark_alive(now)
         fast = self._frame_logger is None
         for buf in frames:
             # fast path for the most frequent frame, PAYLOAD on an open connection: parse it
@@ -253,7 +258,6 @@ class RSocketConnection:
                 sid, tf = _HEADER.unpack_from(buf, 0)
                 if tf >> 10 == _PAYLOAD and sid <= MAX_U31:
                     if not tf & FLAG_METADATA:
-                        self._alive_since_tick = True
                         self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
                                       tf & FLAG_NEXT != 0, buf[6:], None, events)
                         continue
@@ -261,7 +265,6 @@ class RSocketConnection:
                     if n >= 9:
                         end = 9 + ((buf[6] << 16) | (buf[7] << 8) | buf[8])
                         if end <= n:
-                            self._alive_since_tick = True
                             self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
                                           tf & FLAG_NEXT != 0, buf[end:], buf[9:end], events)
                             continue
@@ -270,8 +273,11 @@ class RSocketConnection:
                 break
         return events
 
-    def receive_frame(self, frame: bytes) -> list[Event]:
-        """Feed one whole frame from a message transport (WebSocket); return its events."""
+    def receive_frame(self, frame: bytes, now: float | None = None) -> list[Event]:
+        """Feed one whole frame from a message transport (WebSocket); return its events.
+
+        :param now: as in :meth:`receive_data`.
+        """
         if self.state == _CLOSED:
             return []
         if len(frame) > self._max_frame_size:
@@ -279,11 +285,18 @@ class RSocketConnection:
                 f"frame length {len(frame)} exceeds the max frame size of "
                 f"{self._max_frame_size} bytes"))
         events: list[Event] = []
+        self._mark_alive(now)
         self._receive_one(frame, events)
         return events
 
+    def _mark_alive(self, now: float | None) -> None:
+        if now is None:
+            self._alive_since_tick = True
+        else:
+            self._now = now
+            self._last_alive = now
+
     def _receive_one(self, buf: bytes, events: list[Event]) -> None:
-        self._alive_since_tick = True
         try:
             frame = decode(buf)
         except E.UnknownFrameTypeError as exc:
@@ -336,7 +349,9 @@ class RSocketConnection:
         if self._next_keepalive is not None and now >= self._next_keepalive:
             self._queue_frame(KeepaliveFrame(respond=True))
             interval = self.setup.keepalive_interval / 1000.0
-            self._next_keepalive = max(self._next_keepalive + interval, now)
+            nxt = self._next_keepalive + interval
+            # a late tick sends one KEEPALIVE, not a burst catching up on missed ones
+            self._next_keepalive = nxt if nxt > now else now + interval
         return []
 
     def next_deadline(self) -> float | None:
@@ -348,9 +363,12 @@ class RSocketConnection:
         # if something arrived since the last tick the true deadline is later: ticking at this
         # one moves it on
         deadline = self._last_alive + self._max_lifetime_seconds()
-        if self._next_keepalive is not None and self._next_keepalive < deadline:
-            return self._next_keepalive
-        return deadline
+        # the client ticks for each KEEPALIVE it sends; the server checks once per keepalive
+        # interval, so a frame counted alive only at a tick is late by one interval at most
+        check = self._next_keepalive
+        if check is None:
+            check = self._now + self.setup.keepalive_interval / 1000.0
+        return check if check < deadline else deadline
 
     def _max_lifetime_seconds(self) -> float:
         return self.setup.max_lifetime / 1000.0
@@ -656,10 +674,15 @@ class RSocketConnection:
         s = self._streams.get(sid)
         if s is None:
             return  # unknown stream (including 0): ignore
-        if s.reassembly is not None and s.reassembly.frame_type != FrameType.PAYLOAD:
-            # canceled while its request was still arriving in fragments: forget it silently
-            del self._streams[sid]
-            return
+        r = s.reassembly
+        if r is not None:
+            if r.frame_type != FrameType.PAYLOAD:
+                # canceled while its request was still arriving in fragments: forget it silently
+                del self._streams[sid]
+                return
+            # spec §Fragmentation: a sender may CANCEL a fragment sequence it started; the
+            # fragments received so far are dropped, never delivered
+            s.reassembly = None
         if s.requester:
             # the responder of a channel canceled our outbound half
             if s.send_open:
