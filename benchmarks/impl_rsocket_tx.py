@@ -1,0 +1,195 @@
+"""rsocket_tx client and server for the benchmark workloads, through its public API only.
+
+``rsocket_tx`` is imported lazily: when it cannot be imported the server prints
+``UNAVAILABLE rsocket_tx not importable: <reason>`` instead of its port (and a client prints an
+error result), so the harness shows "n/a" in the rsocket_tx cells instead of crashing.
+
+Usage mirrors what an application does: ``serve()`` with a ``Responder`` subclass,
+``connect()``, ``RSocket.request_response`` awaited in coroutines (``ensureDeferred``),
+``fire_and_forget`` (awaiting the Deferred of the last message of each batch of 1000, then
+yielding one reactor turn), and ``request_stream(..., prefetch=...)`` consumed with
+``async for``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+if __package__ in (None, ""):  # executed as a file
+    sys.path.insert(0, __file__.rsplit("/", 2)[0])
+
+from benchmarks.common import (
+    COUNT_QUERY,
+    Deadline,
+    RunResult,
+    Spec,
+    announce_port,
+    announce_unavailable,
+    child_main,
+    describe,
+    emit_result,
+    parse_stream_request,
+    stream_request,
+)
+
+UNAVAILABLE_PREFIX = "rsocket_tx not importable: "
+
+
+def _import():
+    """Return the rsocket_tx public API, or raise ImportError with a readable reason."""
+    try:
+        import rsocket_tx
+        from rsocket_tx import Payload, Responder, connect, serve
+    except Exception as exc:
+        raise ImportError(UNAVAILABLE_PREFIX + describe(exc)) from exc
+    return rsocket_tx, Payload, Responder, connect, serve
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def server() -> None:
+    try:
+        _, payload_class, responder_class, _, serve = _import()
+    except ImportError as exc:
+        announce_unavailable(str(exc))
+        return
+
+    from twisted.internet import reactor
+
+    class BenchResponder(responder_class):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fnf_count = 0
+
+        def request_response(self, payload):
+            if payload.data == COUNT_QUERY:
+                return payload_class(b"%d" % self.fnf_count)
+            return payload_class(payload.data)
+
+        def fire_and_forget(self, payload) -> None:
+            self.fnf_count += 1
+
+        def request_stream(self, payload):
+            n, size = parse_stream_request(payload.data)
+            return itertools.repeat(payload_class(b"x" * size), n)
+
+    def listening(port) -> None:
+        announce_port(port.getHost().port)
+
+    def failed(failure) -> None:
+        announce_unavailable("rsocket_tx serve() failed: " + describe(failure.value))
+        reactor.stop()
+
+    try:
+        d = serve("tcp:port=0:interface=127.0.0.1", BenchResponder, reactor=reactor)
+    except Exception as exc:
+        announce_unavailable("rsocket_tx serve() failed: " + describe(exc))
+        return
+    d.addCallbacks(listening, failed)
+    reactor.run()
+
+
+# ----------------------------------------------------------------------------- client
+
+
+async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float,
+               state: dict) -> RunResult:
+    from twisted.internet.defer import ensureDeferred, gatherResults
+    from twisted.internet.task import deferLater
+
+    deadline = Deadline(budget)
+    if spec.kind == "rr":
+        request = payload_class(b"x" * spec.size)
+        counters = {"issued": 0, "got": 0, "nbytes": 0, "stop": False}
+
+        async def worker() -> None:
+            while counters["issued"] < count and not counters["stop"]:
+                counters["issued"] += 1
+                reply = await rs.request_response(request)
+                got = counters["got"] = counters["got"] + 1
+                counters["nbytes"] += len(reply.data)
+                if (got & 63) == 0 and deadline.passed():
+                    counters["stop"] = True
+
+        workers = [ensureDeferred(worker()) for _ in range(min(spec.inflight, count))]
+        await gatherResults(workers, consumeErrors=True)
+        got = counters["got"]
+        return RunResult(got, counters["nbytes"], deadline.elapsed(), got == count)
+
+    if spec.kind == "stream":
+        stream = rs.request_stream(payload_class(stream_request(count, spec.size)),
+                                   prefetch=spec.prefetch)
+        items = 0
+        nbytes = 0
+        complete = True
+        async for item in stream:
+            items += 1
+            nbytes += len(item.data)
+            if (items & 255) == 0 and deadline.passed():
+                complete = items == count
+                stream.cancel()
+                break
+        return RunResult(items, nbytes, deadline.elapsed(), complete)
+
+    if spec.kind == "fnf":
+        message = payload_class(b"x" * spec.size)
+        query = payload_class(COUNT_QUERY)
+        sent = 0
+        batch = 1000
+        while sent < count:
+            k = min(batch, count - sent)
+            last = None
+            for _ in range(k):
+                last = rs.fire_and_forget(message)
+            sent += k
+            await last  # fires when written
+            if deadline.passed():
+                break
+            await deferLater(reactor, 0, lambda: None)  # let the reactor flush
+        state["fnf_expected"] += sent
+        while True:
+            reply = await rs.request_response(query)
+            if int(reply.data) >= state["fnf_expected"]:
+                break
+        return RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+
+    raise ValueError(f"unknown workload kind {spec.kind!r}")
+
+
+async def _client(reactor, port: int, spec: Spec) -> None:
+    try:
+        _, payload_class, _, connect, _ = _import()
+    except ImportError as exc:
+        emit_result(error=str(exc))
+        return
+    rs = await connect(f"tcp:host=127.0.0.1:port={port}", reactor=reactor)
+    state = {"fnf_expected": 0}
+    try:
+        if spec.warmup:
+            await _run(reactor, rs, payload_class, spec, spec.warmup, spec.budget, state)
+        runs = [await _run(reactor, rs, payload_class, spec, spec.count, spec.budget, state)
+                for _ in range(spec.repeat)]
+        emit_result(runs)
+    finally:
+        try:
+            await rs.close().addTimeout(2, reactor)
+        except Exception:
+            pass  # the numbers are out; a slow or failing close does not matter here
+
+
+def client(port: int, spec: Spec) -> None:
+    from twisted.internet import defer, task
+
+    async def main(reactor) -> None:
+        try:
+            await _client(reactor, port, spec)
+        except Exception as exc:  # report, never crash the harness
+            emit_result(error=describe(exc))
+
+    task.react(lambda reactor: defer.ensureDeferred(main(reactor)))
+
+
+if __name__ == "__main__":
+    child_main(server, client)

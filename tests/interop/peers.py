@@ -1,0 +1,707 @@
+"""Drive the third-party RSocket peers used by the interop tests.
+
+Three peers, each with a SERVER and a CLIENT program under ``tests/interop/peers/``:
+
+======================== ======= ==================================================
+peer                     runtime programs
+======================== ======= ==================================================
+rsocket-py               python  ``peers/py/server.py``, ``peers/py/client.py`` (rsocket 0.4.20)
+rsocket-js-1.0.0-alpha.3 node    ``peers/js-1.0.0-alpha.3/{server,client}.js``
+rsocket-js-0.0.27        node    ``peers/js-0.0.27/{server,client}.js``
+======================== ======= ==================================================
+
+Install with ``tests/interop/install_peers.sh`` (npm into the two js folders; pip for
+rsocket-py if missing).  :func:`ensure_installed` says so when something is missing.
+
+Servers (:func:`start_server`) listen on 127.0.0.1, run the *demo responder* and report
+what they receive as JSON events; clients (:func:`run_client`) run ONE interaction against
+a port and return its JSON result.  Everything is bounded by timeouts; nothing sleeps.
+
+Payload encoding (both directions, all peers)
+---------------------------------------------
+* Options: ``data``/``metadata`` given as ``str`` are sent UTF-8 encoded, as ``bytes`` they
+  are passed base64 (``--data-b64``); ``data_size=N``/``metadata_size=N`` send N bytes of
+  :func:`pattern` (byte i is ``i % 256``).  ``metadata=None`` (default) sends no metadata.
+* Results: a payload is ``{"data": <base64>, "metadata": <base64> | None}``.  With
+  ``digest=True`` (implied by ``data_size``/``metadata_size``) it is instead
+  ``{"data_len", "data_sha256", "metadata_len", "metadata_sha256"}`` (metadata ones None when
+  absent).  Server events carry all six keys.  Use :func:`payload_bytes`, :func:`digest_of`.
+* ``metadata`` None means the peer library reported no metadata.  rsocket-py cannot tell
+  "no M flag" from "empty metadata": it reports ``""`` for both (see README.md).
+
+Client results
+--------------
+``run_client`` returns the parsed JSON dict plus ``"exit_code"``:
+
+* request-response: ``{"payload": {...}}`` (``None`` if completed without a payload)
+* fire-and-forget / metadata-push: ``{"sent": True}``
+* request-stream / request-channel: ``{"payloads": [...], "completed": bool, "cancelled": bool}``
+* exit code 1, the peer sent ERROR: ``{"error": {"code": int, "message": str}}``
+  (+ ``"payloads"`` received before it, for streams)
+
+Exit code 3 raises :class:`PeerUnsupported`, 2/other raise :class:`PeerFailure`.
+
+Server events (``PeerServer.next_event`` / ``wait_event``), one JSON object per line:
+``setup``, ``request`` (``interaction`` + payload), ``request_n`` (``interaction``, ``n``,
+``initial``), ``cancel`` (``interaction``), ``fnf`` (payload), ``metadata_push``
+(``metadata``/``metadata_len``/``metadata_sha256``), ``channel_next`` (payload, ``complete``),
+``channel_inbound_complete`` (``form``: ``request`` = C on REQUEST_CHANNEL, ``flag`` = C on
+a PAYLOAD with N, ``frame`` = PAYLOAD with only C; rsocket-js 0.0.27 always says ``frame``),
+``channel_inbound_error``, ``error``, ``stopping``.  Which peer emits which: README.md.
+
+Twisted tests must not block the reactor while our in-process endpoint has to answer: use
+:func:`run_client_deferred`, :func:`start_server_deferred` and
+:meth:`PeerServer.next_event_deferred` (threads via ``deferToThread``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PEERS_DIR = HERE / "peers"
+INSTALL_SCRIPT = HERE / "install_peers.sh"
+HOST = "127.0.0.1"
+
+EXIT_OK = 0
+EXIT_RSOCKET_ERROR = 1
+EXIT_FAILURE = 2
+EXIT_UNSUPPORTED = 3
+
+INTERACTIONS = (
+    "request-response",
+    "fire-and-forget",
+    "metadata-push",
+    "request-stream",
+    "request-channel",
+)
+
+#: Interpreter for the rsocket-py peer (needs rsocket==0.4.20): the running one by default.
+PYTHON = os.environ.get("RSOCKET_TX_INTEROP_PYTHON", sys.executable)
+#: Node executable for the rsocket-js peers.
+NODE = os.environ.get("RSOCKET_TX_INTEROP_NODE") or shutil.which("node") or "node"
+
+
+class PeerError(Exception):
+    """Base class of the errors raised by this module."""
+
+
+class PeersNotInstalled(PeerError):
+    """A peer's runtime or packages are missing: run tests/interop/install_peers.sh."""
+
+
+class PeerUnsupported(PeerError):
+    """The peer library cannot do what was asked (its program exited with code 3).
+
+    :ivar reason: the program's explanation.
+    """
+
+    def __init__(self, peer: str, reason: str):
+        super().__init__(f"{peer}: {reason}")
+        self.peer = peer
+        self.reason = reason
+
+
+class PeerFailure(PeerError):
+    """A peer program failed (exit code 2, crash, bad output or timeout)."""
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One third-party implementation and how to run its programs."""
+
+    name: str
+    runtime: str  # "python" or "node"
+    directory: Path
+    server_script: str
+    client_script: str
+    #: completion form used when ``completion`` is not given ("flag" or "frame")
+    default_completion: str
+    #: npm packages that must be installed in ``directory`` (name -> exact version)
+    npm_packages: tuple[tuple[str, str], ...] = ()
+
+    def _argv(self, script: str) -> list[str]:
+        executable = PYTHON if self.runtime == "python" else NODE
+        return [executable, str(self.directory / script)]
+
+    def server_command(self, port: int = 0, *, fragment: int | None = None,
+                       completion: str | None = None, request_n: int | None = None,
+                       timeout: int = 600, watch_stdin: bool = True) -> list[str]:
+        """argv of the server program (see :func:`start_server` for the options)."""
+        argv = self._argv(self.server_script) + ["--port", str(port), "--timeout", str(timeout)]
+        if fragment is not None:
+            argv += ["--fragment", str(fragment)]
+        if completion is not None:
+            argv += ["--completion", completion]
+        if request_n is not None:
+            argv += ["--request-n", str(request_n)]
+        if watch_stdin:
+            argv.append("--watch-stdin")
+        return argv
+
+    def client_command(self, port: int, interaction: str, **options) -> list[str]:
+        """argv of the client program (see :func:`run_client` for the options)."""
+        if interaction not in INTERACTIONS:
+            raise ValueError(f"unknown interaction {interaction!r}; one of {INTERACTIONS}")
+        argv = self._argv(self.client_script) + [interaction, "--port", str(port)]
+        for name, value in options.items():
+            if value is None or value is False:
+                continue
+            if name not in _CLIENT_OPTIONS:
+                raise TypeError(f"unknown client option {name!r}")
+            flag = "--" + name.replace("_", "-")
+            if name in ("data", "metadata") and isinstance(value, (bytes, bytearray)):
+                argv += [flag + "-b64", base64.b64encode(bytes(value)).decode("ascii")]
+            elif value is True:
+                argv.append(flag)
+            else:
+                argv += [flag, str(value)]
+        return argv
+
+
+_CLIENT_OPTIONS = frozenset({
+    "host", "data", "metadata", "data_size", "metadata_size", "request_n", "take", "count",
+    "fragment", "completion", "digest", "timeout", "keepalive", "lifetime", "setup_data",
+    "setup_metadata",
+})
+
+PEERS: dict[str, Peer] = {
+    "rsocket-py": Peer(
+        name="rsocket-py",
+        runtime="python",
+        directory=PEERS_DIR / "py",
+        server_script="server.py",
+        client_script="client.py",
+        default_completion="flag",
+    ),
+    "rsocket-js-1.0.0-alpha.3": Peer(
+        name="rsocket-js-1.0.0-alpha.3",
+        runtime="node",
+        directory=PEERS_DIR / "js-1.0.0-alpha.3",
+        server_script="server.js",
+        client_script="client.js",
+        default_completion="frame",
+        npm_packages=(("rsocket-core", "1.0.0-alpha.3"), ("rsocket-tcp-server", "1.0.0-alpha.3"),
+                      ("rsocket-tcp-client", "1.0.0-alpha.3")),
+    ),
+    "rsocket-js-0.0.27": Peer(
+        name="rsocket-js-0.0.27",
+        runtime="node",
+        directory=PEERS_DIR / "js-0.0.27",
+        server_script="server.js",
+        client_script="client.js",
+        default_completion="frame",
+        npm_packages=(("rsocket-core", "0.0.27"), ("rsocket-tcp-server", "0.0.27"),
+                      ("rsocket-tcp-client", "0.0.27"), ("rsocket-flowable", "0.0.27")),
+    ),
+}
+
+# ---------------------------------------------------------------------------------------------
+# Capabilities.  Keys: "<side>:<what>", side "client" (the peer as requester) or "server"
+# (the peer as responder).  Value: (supported, reason) - the reason explains a False and
+# documents how a True behaves.  Verified against each other, see peers/README.md.
+# ---------------------------------------------------------------------------------------------
+
+_PY, _JS1, _JS0 = "rsocket-py", "rsocket-js-1.0.0-alpha.3", "rsocket-js-0.0.27"
+
+_SPLIT_SETUP = ("rsocket-py writes SETUP in several send() calls when it has a SETUP payload "
+                "(header, metadata, data), which crashes rsocket-js 1.0.0-alpha.3 servers")
+_JS_EMPTY_METADATA = ("rsocket-js decodes M with a zero-length metadata as no metadata (null)")
+
+CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
+    _PY: {
+        "client:request-response": (True, "a PAYLOAD[C] without N is returned as an empty "
+                                          "payload (not exercised by the demo responders)"),
+        "client:fire-and-forget": (True, ""),
+        "client:metadata-push": (True, "METADATA_PUSH with the M flag set"),
+        "client:request-stream": (True, ""),
+        "client:request-channel": (True, ""),
+        "client:fragment": (True, "fragment size N: each fragment carries N - 3 - header bytes "
+                                  "of metadata+data (header 10 on the first REQUEST_STREAM/"
+                                  "CHANNEL fragment, else 6); the 3-byte metadata length comes on "
+                                  "top, so fragments with M are N + 3 bytes with the prefix; "
+                                  "minimum 64"),
+        "client:completion-flag": (True, "default: C on the last channel PAYLOAD (or on "
+                                         "REQUEST_CHANNEL when count=1)"),
+        "client:completion-frame": (True, "separate PAYLOAD[C] after the last payload"),
+        "client:empty-metadata": (False, "rsocket-py sets M only for non-empty metadata"),
+        "client:receive-empty-metadata": (False, "rsocket-py reports absent metadata as b'' too "
+                                                 "(results show \"\" for both)"),
+        "client:setup-payload": (True, _SPLIT_SETUP),
+        "client:setup-single-write": (False, _SPLIT_SETUP),
+        "client:reassemble": (True, ""),
+        "server:request-response": (True, ""),
+        "server:fire-and-forget": (True, "fnf event"),
+        "server:metadata-push": (True, "metadata_push event"),
+        "server:metadata-push-without-m-flag": (False, "rsocket-py reads METADATA_PUSH metadata "
+                                                       "only if M is set: rsocket-js 0.0.27's "
+                                                       "METADATA_PUSH arrives with empty metadata"),
+        "server:keeps-connection-after-metadata-push": (True, ""),
+        "server:request-stream": (True, ""),
+        "server:request-channel": (True, ""),
+        "server:channel-initial-complete": (True, "C on REQUEST_CHANNEL completes the inbound "
+                                                  "side"),
+        "server:fragment": (True, "see client:fragment for what the size counts"),
+        "server:echo-metadata": (True, "request-response and channel echo metadata"),
+        "server:echo-empty-metadata": (False, "rsocket-py sets M only for non-empty metadata"),
+        "server:completion-flag": (True, "default: C on the last PAYLOAD"),
+        "server:completion-frame": (True, "separate PAYLOAD[C]"),
+        "server:reassemble": (True, ""),
+        "server:survives-split-setup": (True, ""),
+        "server:setup-details": (True, "setup event has version, keepalive, lifetime, MIME "
+                                       "types, lease/resume flags and the payload"),
+    },
+    _JS1: {
+        "client:request-response": (True, "a PAYLOAD[C] without N gives payload None"),
+        "client:fire-and-forget": (True, ""),
+        "client:metadata-push": (False, "rsocket-js 1.0.0-alpha.3 cannot send METADATA_PUSH "
+                                        "(RSocketRequester.metadataPush throws "
+                                        "'Method not implemented.')"),
+        "client:request-stream": (True, ""),
+        "client:request-channel": (True, ""),
+        "client:fragment": (True, "maxOutboundFragmentSize N counts the frame body after the "
+                                  "6-byte header (3-byte metadata length + metadata + data); "
+                                  "the first REQUEST_STREAM/CHANNEL fragment is 1 byte over "
+                                  "(request n counted as 3 bytes)"),
+        "client:completion-flag": (True, "C on the last channel PAYLOAD (or on REQUEST_CHANNEL "
+                                         "when count=1)"),
+        "client:completion-frame": (True, "default: separate PAYLOAD[C]"),
+        "client:empty-metadata": (True, "an empty metadata Buffer is sent with M set"),
+        "client:receive-empty-metadata": (False, _JS_EMPTY_METADATA),
+        "client:setup-payload": (True, "SETUP in one write"),
+        "client:setup-single-write": (True, ""),
+        "client:reassemble": (True, ""),
+        "server:request-response": (True, ""),
+        "server:fire-and-forget": (True, "fnf event"),
+        "server:metadata-push": (False, "rsocket-js 1.0.0-alpha.3 closes the connection (TCP "
+                                        "FIN, no ERROR frame) when it receives METADATA_PUSH"),
+        "server:metadata-push-without-m-flag": (False, "closes the connection on any "
+                                                       "METADATA_PUSH"),
+        "server:keeps-connection-after-metadata-push": (False, "rsocket-js 1.0.0-alpha.3 closes "
+                                                               "the connection (no ERROR frame)"),
+        "server:request-stream": (True, ""),
+        "server:request-channel": (True, ""),
+        "server:channel-initial-complete": (True, ""),
+        "server:fragment": (False, "rsocket-js 1.0.0-alpha.3 fragments only as a requester: "
+                                   "responder streams are built with fragment size 0"),
+        "server:echo-metadata": (True, "request-response and channel echo metadata"),
+        "server:echo-empty-metadata": (False, _JS_EMPTY_METADATA),
+        "server:completion-flag": (True, "C on the last PAYLOAD"),
+        "server:completion-frame": (True, "default: separate PAYLOAD[C]"),
+        "server:reassemble": (True, ""),
+        "server:survives-split-setup": (False, "the whole server process crashes (TypeError) "
+                                               "when the first TCP read of a connection holds "
+                                               "less than a complete SETUP frame"),
+        "server:setup-details": (True, "setup event has keepalive, lifetime, MIME types, "
+                                       "flags and the payload (no version)"),
+    },
+    _JS0: {
+        "client:request-response": (True, "a PAYLOAD[C] without N never resolves its Single "
+                                          "(client ends with a timeout failure)"),
+        "client:fire-and-forget": (True, ""),
+        "client:metadata-push": (True, "METADATA_PUSH is sent WITHOUT the M flag"),
+        "client:request-stream": (True, ""),
+        "client:request-channel": (True, ""),
+        "client:fragment": (False, "rsocket-js 0.0.27 never fragments (it only reassembles)"),
+        "client:completion-flag": (False, "rsocket-js 0.0.27 always completes a channel with "
+                                          "a separate PAYLOAD[C]"),
+        "client:completion-frame": (True, "always"),
+        "client:empty-metadata": (True, "an empty metadata Buffer is sent with M set"),
+        "client:receive-empty-metadata": (False, _JS_EMPTY_METADATA),
+        "client:setup-payload": (True, "SETUP in one write"),
+        "client:setup-single-write": (True, ""),
+        "client:reassemble": (True, ""),
+        "server:request-response": (True, "response is PAYLOAD[N|C]"),
+        "server:fire-and-forget": (True, "fnf event"),
+        "server:metadata-push": (True, "metadata_push event"),
+        "server:metadata-push-without-m-flag": (True, "metadata read whatever the M flag"),
+        "server:keeps-connection-after-metadata-push": (True, ""),
+        "server:request-stream": (True, ""),
+        "server:request-channel": (True, ""),
+        "server:channel-initial-complete": (False, "rsocket-js 0.0.27 ignores C on "
+                                                   "REQUEST_CHANNEL: the echo channel never "
+                                                   "completes"),
+        "server:fragment": (False, "rsocket-js 0.0.27 never fragments (it only reassembles)"),
+        "server:echo-metadata": (False, "rsocket-js 0.0.27 drops response metadata "
+                                        "(RSocketMachine._sendStreamPayload never sets M)"),
+        "server:echo-empty-metadata": (False, "rsocket-js 0.0.27 drops response metadata"),
+        "server:completion-flag": (False, "rsocket-js 0.0.27 always completes streams and "
+                                          "channels with a separate PAYLOAD[C]"),
+        "server:completion-frame": (True, "always"),
+        "server:reassemble": (True, ""),
+        "server:survives-split-setup": (True, ""),
+        "server:setup-details": (False, "rsocket-js 0.0.27 hands only the SETUP payload to the "
+                                        "application: setup event has data/metadata only"),
+    },
+}
+
+
+def supports(peer: str, capability: str) -> bool:
+    """Whether ``peer`` can do ``capability`` (a key of :data:`CAPABILITIES`)."""
+    return CAPABILITIES[peer][capability][0]
+
+
+def reason(peer: str, capability: str) -> str:
+    """The explanation recorded for ``capability`` of ``peer`` (why not, or how)."""
+    return CAPABILITIES[peer][capability][1]
+
+
+def unsupported_reason(peer: str, *capabilities: str) -> str | None:
+    """The reason of the first capability ``peer`` lacks, or None if it has them all.
+
+    Meant for ``pytest.skip(...)``/``xfail`` messages.
+    """
+    for capability in capabilities:
+        supported, why = CAPABILITIES[peer][capability]
+        if not supported:
+            return f"{peer} lacks {capability}: {why}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Payload helpers
+# ---------------------------------------------------------------------------------------------
+
+def pattern(n: int) -> bytes:
+    """The bytes sent for ``data_size=n``/``metadata_size=n``: byte i is ``i % 256``."""
+    return bytes(range(256)) * (n // 256) + bytes(range(n % 256))
+
+
+def digest_of(data: bytes | None, metadata: bytes | None = None) -> dict:
+    """The digest form of a payload, to compare with results obtained with ``digest=True``."""
+    return {
+        "data_len": len(data or b""),
+        "data_sha256": hashlib.sha256(data or b"").hexdigest(),
+        "metadata_len": None if metadata is None else len(metadata),
+        "metadata_sha256": None if metadata is None else hashlib.sha256(metadata).hexdigest(),
+    }
+
+
+def payload_bytes(described: dict) -> tuple[bytes, bytes | None]:
+    """``(data, metadata)`` of a full-form payload dict (metadata None when absent)."""
+    metadata = described.get("metadata")
+    return (base64.b64decode(described["data"]),
+            None if metadata is None else base64.b64decode(metadata))
+
+
+def datas(result: dict) -> list[bytes]:
+    """The data of every payload of a stream/channel result."""
+    return [payload_bytes(p)[0] for p in result.get("payloads", [])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Installation check
+# ---------------------------------------------------------------------------------------------
+
+def ensure_installed(peers=None) -> None:
+    """Check that the peers can run.
+
+    :param peers: names to check (default: all of :data:`PEERS`).
+    :raises PeersNotInstalled: with a message telling to run ``install_peers.sh``.
+    """
+    problems = []
+    for name in peers or PEERS:
+        peer = PEERS[name]
+        if peer.runtime == "node":
+            if shutil.which(NODE) is None and not Path(NODE).exists():
+                problems.append(f"{name}: node executable {NODE!r} not found (Node 20 needed)")
+                continue
+            for package, version in peer.npm_packages:
+                manifest = peer.directory / "node_modules" / package / "package.json"
+                try:
+                    found = json.loads(manifest.read_text())["version"]
+                except (OSError, ValueError, KeyError):
+                    problems.append(f"{name}: {package} missing in {peer.directory}/node_modules")
+                    continue
+                if found != version:
+                    problems.append(f"{name}: {package} is {found}, expected {version}")
+        else:
+            check = subprocess.run(
+                [PYTHON, "-c", "import importlib.metadata as m; print(m.version('rsocket'))"],
+                capture_output=True, text=True, timeout=60,
+            )
+            if check.returncode != 0:
+                problems.append(f"{name}: rsocket not importable by {PYTHON}")
+            elif check.stdout.strip() != "0.4.20":
+                problems.append(f"{name}: rsocket {check.stdout.strip()} installed, "
+                                "expected 0.4.20")
+    if problems:
+        raise PeersNotInstalled(
+            "interop peers not installed:\n  " + "\n  ".join(problems)
+            + f"\nRun: {INSTALL_SCRIPT}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+# ---------------------------------------------------------------------------------------------
+
+class _LineReader(threading.Thread):
+    """Drains a pipe into a queue of lines so the child never blocks on a full pipe."""
+
+    def __init__(self, stream, sink: queue.Queue | None):
+        super().__init__(daemon=True)
+        self._stream = stream
+        self._sink = sink
+        self.lines: list[str] = []
+
+    def run(self) -> None:
+        for raw in iter(self._stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.lines.append(line)
+            if self._sink is not None:
+                self._sink.put(line)
+        if self._sink is not None:
+            self._sink.put(None)  # EOF marker
+
+
+class PeerServer:
+    """A running peer server.  Unpacks as ``process, port = server``.
+
+    :ivar peer: peer name.  :ivar process: the :class:`subprocess.Popen`.
+    :ivar port: the TCP port it listens on (127.0.0.1).
+    :ivar events: every JSON event consumed so far by the ``*event*`` methods.
+    """
+
+    def __init__(self, peer: str, process: subprocess.Popen, argv: list[str]):
+        self.peer = peer
+        self.process = process
+        self.argv = argv
+        self.port: int | None = None
+        self.events: list[dict] = []
+        self._lines: queue.Queue = queue.Queue()
+        self._eof = False
+        self._stdout = _LineReader(process.stdout, self._lines)
+        self._stderr = _LineReader(process.stderr, None)
+        self._stdout.start()
+        self._stderr.start()
+
+    def __iter__(self):
+        return iter((self.process, self.port))
+
+    def __enter__(self) -> PeerServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def stderr(self) -> str:
+        """Everything the server wrote to stderr so far."""
+        return "\n".join(self._stderr.lines)
+
+    @property
+    def stdout_lines(self) -> list[str]:
+        """Every stdout line so far (LISTENING and events, consumed or not)."""
+        return list(self._stdout.lines)
+
+    def _next_line(self, deadline: float) -> str | None:
+        if self._eof:
+            return None
+        remaining = deadline - time.monotonic()
+        line = self._lines.get(timeout=remaining) if remaining > 0 else self._lines.get_nowait()
+        if line is None:
+            self._eof = True
+        return line
+
+    def _wait_listening(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._next_line(deadline)
+            except queue.Empty:
+                self.stop()
+                raise PeerFailure(f"{self.peer} server did not print LISTENING within "
+                                  f"{timeout}s; stderr:\n{self.stderr}") from None
+            if line is None:
+                code = self.process.wait(timeout=10)
+                self._stderr.join(5)
+                last = self._stdout.lines[-1] if self._stdout.lines else ""
+                if code == EXIT_UNSUPPORTED:
+                    raise PeerUnsupported(self.peer, _json_or_none(last, "unsupported") or last)
+                raise PeerFailure(f"{self.peer} server exited with {code} before listening: "
+                                  f"{last}\nstderr:\n{self.stderr}")
+            if line.startswith("LISTENING "):
+                self.port = int(line.split()[1])
+                return
+
+    def next_event(self, timeout: float = 10.0, predicate=None) -> dict:
+        """Consume events until one satisfies ``predicate`` (default: any) and return it.
+
+        :param timeout: seconds to wait overall.
+        :raises PeerFailure: on timeout or if the server's stdout ended.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._next_line(deadline)
+            except queue.Empty:
+                raise PeerFailure(f"{self.peer} server: no matching event within {timeout}s; "
+                                  f"consumed: {self.events[-10:]}\nstderr:\n{self.stderr}"
+                                  ) from None
+            if line is None:
+                raise PeerFailure(f"{self.peer} server output ended (exit code "
+                                  f"{self.process.poll()}); stderr:\n{self.stderr}")
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # not an event (library noise on stdout)
+            self.events.append(event)
+            if predicate is None or predicate(event):
+                return event
+
+    def wait_event(self, name: str, timeout: float = 10.0, **match) -> dict:
+        """Consume events until one named ``name`` whose fields equal ``match`` arrives."""
+        return self.next_event(timeout, lambda e: e.get("event") == name
+                               and all(e.get(k) == v for k, v in match.items()))
+
+    def drain_events(self) -> list[dict]:
+        """Consume and return the events already printed, without waiting."""
+        out = []
+        while True:
+            try:
+                out.append(self.next_event(0))
+            except PeerFailure:
+                return out
+
+    def next_event_deferred(self, timeout: float = 10.0, predicate=None):
+        """:meth:`next_event` in a thread: a Deferred for reactor-based tests."""
+        from twisted.internet.threads import deferToThread
+        return deferToThread(self.next_event, timeout, predicate)
+
+    def wait_event_deferred(self, name: str, timeout: float = 10.0, **match):
+        """:meth:`wait_event` in a thread: a Deferred for reactor-based tests."""
+        from twisted.internet.threads import deferToThread
+        return deferToThread(self.wait_event, name, timeout, **match)
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """Stop the server (stdin EOF, then kill) and return its exit code."""
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=timeout)
+        elif self.process.stdin and not self.process.stdin.closed:
+            self.process.stdin.close()
+        self._stdout.join(timeout)
+        self._stderr.join(timeout)
+        return self.process.returncode
+
+
+def _json_or_none(line: str, key: str):
+    try:
+        return json.loads(line).get(key)
+    except (ValueError, AttributeError):
+        return None
+
+
+def start_server(peer: str, port: int = 0, fragment: int | None = None, *,
+                 completion: str | None = None, request_n: int | None = None,
+                 startup_timeout: float = 30.0, lifetime: int = 600) -> PeerServer:
+    """Start ``peer``'s demo server and wait (reading its stdout) until it listens.
+
+    :param peer: a key of :data:`PEERS`.
+    :param port: TCP port on 127.0.0.1, 0 = any free port (read back from ``.port``).
+    :param fragment: fragment responses (rsocket-py only; size counts the whole frame incl.
+        the 3-byte length prefix, >= 64).
+    :param completion: ``"flag"`` (C on the last PAYLOAD) or ``"frame"`` (separate PAYLOAD[C])
+        for streams and channels; None = the peer's default (:attr:`Peer.default_completion`).
+    :param request_n: credit batch the channel responder grants (default 256).
+    :param startup_timeout: seconds to wait for ``LISTENING``.
+    :param lifetime: seconds after which the server exits by itself.
+    :returns: a :class:`PeerServer` (also unpacks as ``(process, port)``); stop it with
+        ``.stop()`` or use it as a context manager.
+    :raises PeerUnsupported: the peer cannot do the requested option.
+    :raises PeerFailure: it did not start.
+    """
+    argv = PEERS[peer].server_command(port, fragment=fragment, completion=completion,
+                                      request_n=request_n, timeout=lifetime)
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=PEERS[peer].directory)
+    server = PeerServer(peer, process, argv)
+    server._wait_listening(startup_timeout)
+    return server
+
+
+def start_server_deferred(peer: str, port: int = 0, fragment: int | None = None, **kwargs):
+    """:func:`start_server` in a thread: a Deferred firing with the :class:`PeerServer`."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(start_server, peer, port, fragment, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients
+# ---------------------------------------------------------------------------------------------
+
+def run_client(peer: str, port: int, interaction: str, *, timeout: float | None = None,
+               **options) -> dict:
+    """Run ``peer``'s client for one interaction against 127.0.0.1:``port``.
+
+    :param interaction: one of :data:`INTERACTIONS`.
+    :param timeout: seconds for the whole run (default: the client's own ``timeout`` option
+        (30) + 15); the process is killed after it.
+    :param options: ``data``/``metadata`` (str = UTF-8, bytes = raw), ``data_size``,
+        ``metadata_size`` (bytes of :func:`pattern`), ``request_n`` (credit batch: the client
+        requests that many, and again after each batch), ``take`` (cancel after that many
+        payloads), ``count`` (channel: send b"0".."count-1", default 3), ``fragment``
+        (fragment requests, see :data:`CAPABILITIES` for what the size counts),
+        ``completion`` ("flag"/"frame", channel outbound), ``digest`` (report sha256+length),
+        ``timeout`` (client-side seconds), ``keepalive``/``lifetime`` (SETUP, ms),
+        ``setup_data``/``setup_metadata`` (str, SETUP payload; see "client:setup-single-write").
+    :returns: the JSON result with ``"exit_code"`` (0 success, 1 peer sent ERROR).
+    :raises PeerUnsupported: exit code 3.
+    :raises PeerFailure: exit code 2, another code, no JSON, or timeout.
+    """
+    argv = PEERS[peer].client_command(port, interaction, **options)
+    if timeout is None:
+        timeout = int(options.get("timeout") or 30) + 15
+    try:
+        completed = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=timeout, cwd=PEERS[peer].directory)
+    except subprocess.TimeoutExpired as exc:
+        raise PeerFailure(f"{peer} client {interaction} timed out after {timeout}s: "
+                          f"{argv}\nstderr:\n{_text(exc.stderr)}") from None
+    stdout, stderr = _text(completed.stdout), _text(completed.stderr)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    result = None
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+        except ValueError:
+            result = None
+    code = completed.returncode
+    if code == EXIT_UNSUPPORTED and result is not None:
+        raise PeerUnsupported(peer, result.get("unsupported", ""))
+    if code not in (EXIT_OK, EXIT_RSOCKET_ERROR) or result is None:
+        raise PeerFailure(f"{peer} client {interaction} exited with {code}: {argv}\n"
+                          f"stdout:\n{stdout}\nstderr:\n{stderr}")
+    result["exit_code"] = code
+    return result
+
+
+def run_client_deferred(peer: str, port: int, interaction: str, **kwargs):
+    """:func:`run_client` in a thread: a Deferred firing with the result dict."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(run_client, peer, port, interaction, **kwargs)
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+/*
+ * rsocket-js 1.0.0-alpha.3 interop client: runs ONE interaction, prints the result as JSON.
+ *
+ *   node client.js INTERACTION --port P [--host 127.0.0.1]
+ *       [--data S | --data-b64 B | --data-size N] [--metadata S | --metadata-b64 B |
+ *       --metadata-size N] [--request-n K] [--take M] [--count N] [--fragment N]
+ *       [--completion flag|frame] [--digest] [--timeout SECONDS] [--keepalive MS] [--lifetime MS]
+ *       [--setup-data S] [--setup-metadata S]
+ *
+ * Exit codes: 0 ok, 1 the peer sent an RSocket ERROR, 2 local failure/timeout,
+ * 3 unsupported by this library (metadata-push: RSocketRequester.metadataPush throws
+ * "Method not implemented.").
+ * --fragment N = maxOutboundFragmentSize: payload bytes per fragment (data + metadata +
+ *   3-byte metadata length + 4-byte initial request n on REQUEST_STREAM/CHANNEL), not counting
+ *   the 6-byte frame header nor the 3-byte length prefix.
+ * --completion (channel, default "frame"): "flag" = C on the last PAYLOAD (or on
+ *   REQUEST_CHANNEL when --count 1), "frame" = a separate PAYLOAD with only C.
+ */
+"use strict";
+
+const { RSocketConnector } = require("rsocket-core");
+const { TcpClientTransport } = require("rsocket-tcp-client");
+const common = require("../common.js");
+
+const options = common.parseClientArgs(process.argv.slice(2));
+const completion = options.completion || "frame";
+const PEER = "rsocket-js-1.0.0-alpha.3";
+
+if (options.interaction === "metadata-push") {
+  common.unsupported(
+    "rsocket-js 1.0.0-alpha.3 cannot send METADATA_PUSH: " +
+      'RSocketRequester.metadataPush throws "Method not implemented."',
+  );
+} else {
+  common.overallTimeout(options.timeout, options.interaction);
+  main().catch((e) => common.failure(`${e && e.stack ? e.stack : e}`));
+}
+
+function result(extra) {
+  return { peer: PEER, interaction: options.interaction, ...extra };
+}
+
+async function main() {
+  const connector = new RSocketConnector({
+    setup: {
+      keepAlive: options.keepalive || 20000,
+      lifetime: options.lifetime || 90000,
+      dataMimeType: "application/octet-stream",
+      metadataMimeType: "application/octet-stream",
+      payload: common.setupPayloadFromOptions(options),
+    },
+    fragmentation:
+      options.fragment !== undefined ? { maxOutboundFragmentSize: options.fragment } : undefined,
+    transport: new TcpClientTransport({
+      connectionOptions: { host: options.host, port: options.port },
+    }),
+  });
+  let rsocket;
+  try {
+    rsocket = await connector.connect();
+  } catch (e) {
+    common.failure(`connection failed: ${e && e.message}`);
+    return;
+  }
+  const done = (code, obj) => {
+    if (common.isFinishing()) return;
+    common.finish(code, obj, true); // first: close() fires the close callbacks synchronously
+    rsocket.close();
+  };
+  const fail = (e, extra) => {
+    const info = common.errorInfo(e);
+    if (info) {
+      done(common.EXIT_RSOCKET_ERROR, result({ error: info, ...extra }));
+    } else {
+      done(common.EXIT_FAILURE, result({ failure: String(e && e.message), ...extra }));
+    }
+  };
+  rsocket.onClose((e) => {
+    if (e) {
+      fail(e, {});
+    } else {
+      done(common.EXIT_FAILURE, result({ failure: "connection closed" }));
+    }
+  });
+  const payload = common.payloadFromOptions(options);
+
+  switch (options.interaction) {
+    case "request-response":
+      rsocket.requestResponse(payload, {
+        onNext: (p) =>
+          done(common.EXIT_OK, result({ payload: common.describePayload(p, options.mode) })),
+        onComplete: () => done(common.EXIT_OK, result({ payload: null })),
+        onError: (e) => fail(e, {}),
+        onExtension() {},
+      });
+      break;
+    case "fire-and-forget":
+      rsocket.fireAndForget(payload, {
+        // called right after the frame(s) were handed to the socket; close() flushes (end())
+        onComplete: () => done(common.EXIT_OK, result({ sent: true })),
+        onError: (e) => fail(e, {}),
+      });
+      break;
+    case "request-stream":
+      collect((subscriber) =>
+        rsocket.requestStream(payload, options["request-n"], subscriber),
+      );
+      break;
+    case "request-channel":
+      channel(payload.metadata);
+      break;
+  }
+
+  function collect(start, onStarted) {
+    const payloads = [];
+    let sinceRequest = 0;
+    let finished = false;
+    let handle = null;
+    const end = (extra) => {
+      finished = true;
+      done(common.EXIT_OK, result({ payloads, ...extra }));
+    };
+    const subscriber = {
+      onNext: (p, isComplete) => {
+        if (finished) return;
+        payloads.push(common.describePayload(p, options.mode));
+        sinceRequest++;
+        if (isComplete) {
+          end({ completed: true, cancelled: false });
+        } else if (options.take !== undefined && payloads.length >= options.take) {
+          handle.cancel();
+          end({ completed: false, cancelled: true });
+        } else if (sinceRequest >= options["request-n"]) {
+          sinceRequest = 0;
+          handle.request(options["request-n"]);
+        }
+      },
+      onComplete: () => {
+        if (!finished) end({ completed: true, cancelled: false });
+      },
+      onError: (e) => {
+        if (!finished) {
+          finished = true;
+          fail(e, { payloads });
+        }
+      },
+      onExtension() {},
+    };
+    if (onStarted) {
+      Object.assign(subscriber, onStarted);
+    }
+    handle = start(subscriber);
+    return handle;
+  }
+
+  function channel(metadata) {
+    // outbound: "0" travels in REQUEST_CHANNEL, "1".."count-1" as the responder grants credit
+    let next = 1;
+    let outboundDone = false;
+    const count = options.count;
+    let handle = null;
+    const outbound = (p) => (metadata !== undefined ? { ...p, metadata } : p);
+    const send = (n) => {
+      while (n > 0 && next < count && !outboundDone) {
+        const last = next === count - 1;
+        const p = outbound({ data: Buffer.from(String(next)) });
+        next++;
+        n--;
+        if (last && completion === "flag") {
+          outboundDone = true;
+          handle.onNext(p, true);
+          return;
+        }
+        handle.onNext(p, false);
+      }
+      if (next >= count && !outboundDone) {
+        outboundDone = true;
+        handle.onComplete();
+      }
+    };
+    const firstCompletes = count === 1 && completion === "flag";
+    handle = collect(
+      (subscriber) =>
+        rsocket.requestChannel(
+          outbound({ data: Buffer.from("0") }),
+          options["request-n"],
+          firstCompletes,
+          subscriber,
+        ),
+      {
+        // the responder asks for more of our payloads / cancels our outbound side
+        request: (n) => send(n),
+        cancel: () => {
+          outboundDone = true;
+        },
+      },
+    );
+    if (firstCompletes) {
+      outboundDone = true;
+    } else if (count === 1) {
+      handle.onComplete(); // completion needs no credit
+    }
+  }
+}
