@@ -94,6 +94,9 @@ class RSocketProtocol(Protocol):
         self._setup_frame = setup
         self._frame_logger = frame_logger
         self._conn: RSocketConnection | None = None
+        self._own_parity = 1 if role == Role.CLIENT else 0  # stream ids we open: odd / even
+        self.setup_info: SetupInfo | None = (
+            SetupInfo.from_frame(setup) if setup is not None else None)
         self._paused = False
         self._dispatching = False
         self._timer = None
@@ -102,6 +105,7 @@ class RSocketProtocol(Protocol):
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
         self._held: list | None = None  # events held while an async acceptor decides
+        self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
         self.rsocket = RSocket(self)
         self.closed = Deferred()
         self.close_reason: E.RSocketError | None = None
@@ -125,8 +129,8 @@ class RSocketProtocol(Protocol):
                                        frame_logger=self._frame_logger)
         if self._responder is not None:
             self._responder.rsocket = self.rsocket
-            if self._setup_frame is not None:
-                self._responder.setup = SetupInfo.from_frame(self._setup_frame)
+            if self.setup_info is not None:
+                self._responder.setup = self.setup_info
         self.transport.registerProducer(self, True)
         self._flush()  # the client's SETUP, in one write
         self._schedule_tick()
@@ -161,8 +165,14 @@ class RSocketProtocol(Protocol):
 
     # ------------------------------------------------------------------ output
 
-    def _flush(self) -> None:
-        if self._dispatching:
+    def _flush(self, force: bool = False) -> None:
+        """Write what the core queued, in one ``transport.write``.
+
+        While a read is being handled, writes are held until its end (batching), unless
+        ``force``: an outbound pump forces a write every few hundred KiB so the transport can
+        apply backpressure (``pauseProducing``) mid-batch.
+        """
+        if self._dispatching and not force:
             return
         conn = self._conn
         if conn is None:
@@ -211,12 +221,23 @@ class RSocketProtocol(Protocol):
                 if self._held is not None:  # an async acceptor is deciding: hold the rest
                     self._held.extend(events[i + 1:])
                     return
+                if self.closed is None:
+                    # the connection closed (e.g. SETUP rejected): the rest of this read is moot
+                    break
+            if not was:
+                # wake consumers once per read, with every item of the read already queued:
+                # one coroutine resumption drains them all
+                while self._wakeups:
+                    wakeups, self._wakeups = self._wakeups, []
+                    for stream in wakeups:
+                        stream._wake()
         finally:
             self._dispatching = was
         self._flush()
 
     def _on_setup(self, event: SetupReceived) -> None:
-        info = SetupInfo.from_frame(event.setup)
+        info = self.setup_info = SetupInfo.from_frame(event.setup)
+        self._schedule_tick()  # from the setup timeout to the client's max lifetime
         try:
             responder = self._responder_factory()
             responder.rsocket = self.rsocket
@@ -270,18 +291,23 @@ class RSocketProtocol(Protocol):
             responder = self._responder = Responder()
             responder.rsocket = self.rsocket
         if kind == FrameType.REQUEST_RESPONSE:
-            d = call_handler(responder.request_response, event.payload)
-            if d.called:
-                d.addCallbacks(self._respond, self._respond_error, (sid,), None, (sid,))
-            else:
+            try:
+                result = responder.request_response(event.payload)
+            except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+                self._conn.send_error(sid, to_rsocket_error(exc))
+                return
+            if isinstance(result, Deferred) or inspect.iscoroutine(result):
+                d = result if isinstance(result, Deferred) else ensureDeferred(result)
                 self._handlers[sid] = d
                 d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None,
                                (sid,))
+            else:
+                self._respond(result, sid)
         elif kind == FrameType.REQUEST_FNF:
             call_handler(responder.fire_and_forget, event.payload).addErrback(
                 lambda f: _log.failure("fire_and_forget handler raised", f))
         elif kind == FrameType.REQUEST_STREAM:
-            self._start_pump(sid, call_handler(responder.request_stream, event.payload))
+            self._start_pump(sid, responder.request_stream, event.payload)
         else:
             inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
             if event.complete:
@@ -289,18 +315,16 @@ class RSocketProtocol(Protocol):
             else:
                 self._inbound[sid] = inbound
                 self._conn.send_request_n(sid, DEFAULT_PREFETCH)
-            source = call_handler(responder.request_channel, event.payload, inbound)
-            inbound._pump = self._start_pump(sid, source)
+            inbound._pump = self._start_pump(sid, responder.request_channel, event.payload,
+                                             inbound)
 
-    def _start_pump(self, sid: int, source: Deferred) -> OutboundPump:
-        if source.called:
-            result = []
-            source.addBoth(result.append)
-            value = result[0]
-            if isinstance(value, Failure):
-                self._stream_failed_locally(sid, to_rsocket_error(value))
-                return None
-            source = value
+    def _start_pump(self, sid: int, handler, *args) -> OutboundPump | None:
+        """Call a stream handler and start pumping what it returns (as credit allows)."""
+        try:
+            source = handler(*args)
+        except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+            self._stream_failed_locally(sid, to_rsocket_error(exc))
+            return None
         pump = OutboundPump(self, sid, source)
         if not pump._stopped:
             self._pumps[sid] = pump
@@ -351,7 +375,9 @@ class RSocketProtocol(Protocol):
         pump = self._pumps.pop(sid, None)
         if pump is not None:
             pump.stop()
-        if not self._conn.has_stream(sid):
+        if (sid & 1) != self._own_parity:
+            # we are the responder: the requester's CANCEL ends the whole stream, inbound too.
+            # (On a stream we requested, a CANCEL only stops our outbound half.)
             inbound = self._inbound.pop(sid, None)
             if inbound is not None:
                 inbound._on_error(E.CanceledError("the peer canceled the stream"))

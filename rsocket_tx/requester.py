@@ -41,9 +41,9 @@ class RSocket:
 
     @property
     def setup(self) -> SetupInfo | None:
-        """This connection's :class:`~rsocket_tx.responder.SetupInfo` (None before SETUP)."""
-        responder = self._protocol._responder
-        return getattr(responder, "setup", None) if responder is not None else None
+        """This connection's :class:`~rsocket_tx.responder.SetupInfo`: what the client sent
+        (None on a server before SETUP has arrived)."""
+        return self._protocol.setup_info
 
     @property
     def closed(self) -> Deferred:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, succeed
 from twisted.logger import Logger
 
-from .core.errors import ApplicationError, RSocketError
+from .core.errors import ApplicationError, PayloadTooLargeError, RSocketError, StreamError
 from .core.payload import Payload
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,12 +39,16 @@ _log = Logger()
 def to_rsocket_error(failure_or_exc) -> RSocketError:
     """Map an exception raised by application code to the error sent on the wire.
 
-    RSocketErrors keep their code and message; any other exception becomes
-    ERROR[APPLICATION_ERROR] with ``str(exc)`` (or the exception's class name when empty).
+    Stream-level RSocketErrors keep their code and message; any other exception (including a
+    connection-level RSocketError, whose code is only valid on stream 0) becomes
+    ERROR[APPLICATION_ERROR] with its message (or the exception's class name when empty).
     """
     exc = getattr(failure_or_exc, "value", failure_or_exc)
-    if isinstance(exc, RSocketError):
+    if isinstance(exc, (StreamError, PayloadTooLargeError)):
         return exc
+    if isinstance(exc, RSocketError):
+        # a connection-level code (CONNECTION_ERROR, setup codes) is not valid on a stream
+        return ApplicationError(exc.message or type(exc).__name__)
     message = str(exc) or type(exc).__name__
     return ApplicationError(message)
 
@@ -66,7 +70,7 @@ class RequestStream:
 
     __slots__ = ("_protocol", "stream_id", "_prefetch", "_limit", "_consumed", "_queue",
                  "_waiter", "_done", "_error", "_collector", "_take", "_pump", "_open",
-                 "__weakref__")
+                 "_wake_pending", "__weakref__")
 
     def __init__(self, protocol: RSocketProtocol, stream_id: int, prefetch: int) -> None:
         self._protocol = protocol
@@ -82,6 +86,7 @@ class RequestStream:
         self._collector: list[Payload] | None = None
         self._take: int | None = None
         self._pump: OutboundPump | None = None
+        self._wake_pending = False
 
     # -- application side -----------------------------------------------------------------
 
@@ -139,6 +144,7 @@ class RequestStream:
         if self._open:
             self._open = False
             self._protocol._cancel_stream(self.stream_id)
+        self._queue.clear()  # nothing more is delivered after a cancel
         self._end(None)
 
     # -- protocol side ----------------------------------------------------------------------
@@ -162,12 +168,22 @@ class RequestStream:
                 return
             self._consume(1)
             return
+        self._queue.append(payload)
+        if self._waiter is not None and not self._wake_pending:
+            protocol = self._protocol
+            if protocol._dispatching:
+                self._wake_pending = True
+                protocol._wakeups.append(self)
+            else:
+                self._wake()
+
+    def _wake(self) -> None:
+        """Hand the first queued item to a waiting ``__anext__``."""
+        self._wake_pending = False
         waiter = self._waiter
-        if waiter is not None:
+        if waiter is not None and self._queue:
             self._waiter = None
-            waiter.callback(payload)
-        else:
-            self._queue.append(payload)
+            waiter.callback(self._queue.popleft())
 
     def _on_complete(self) -> None:
         self._open = False
@@ -190,7 +206,8 @@ class RequestStream:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
-            waiter.callback(None)
+            # items that arrived in the same read come first; the end is seen after them
+            waiter.callback(self._queue.popleft() if self._queue else None)
 
     def _finish_collect(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -211,7 +228,7 @@ class OutboundPump:
     """
 
     __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_stopped", "_busy",
-                 "_scheduled", "_source_d")
+                 "_scheduled", "_source_d", "_pending", "_in_pull")
 
     def __init__(self, protocol: RSocketProtocol, stream_id: int, source) -> None:
         self._protocol = protocol
@@ -222,6 +239,8 @@ class OutboundPump:
         self._busy = False  # an async __anext__ is outstanding
         self._scheduled = None
         self._source_d: Deferred | None = None
+        self._pending: Deferred | None = None  # the outstanding async __anext__
+        self._in_pull = False
         if isinstance(source, Deferred) or inspect.isawaitable(source):
             d = source if isinstance(source, Deferred) else ensureDeferred(source)
             self._source_d = d
@@ -267,6 +286,11 @@ class OutboundPump:
         self._scheduled = None
         if self._source_d is not None:
             self._source_d.cancel()
+        if self._pending is not None:
+            # an async source waiting inside an await: cancel that wait, so the generator
+            # unwinds (its finally blocks run) before it is closed
+            pending, self._pending = self._pending, None
+            pending.cancel()
         it, self._iter = self._iter, None
         if it is None:
             return
@@ -287,9 +311,12 @@ class OutboundPump:
         conn = proto._conn
         sid = self.stream_id
         it = self._iter
+        send = conn.send_payload
+        credit = conn.credit(sid)
+        batch = credit if credit < _SYNC_BATCH else _SYNC_BATCH
         sent_bytes = 0
-        for _ in range(_SYNC_BATCH):
-            if proto._paused or conn.credit(sid) <= 0:
+        for _ in range(batch):
+            if proto._paused:
                 break
             try:
                 item = next(it)
@@ -299,16 +326,21 @@ class OutboundPump:
             except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
                 self._fail(exc)
                 return
-            if not self._send(item):
+            if item.__class__ is not Payload and not isinstance(item, Payload):
+                self._fail(TypeError(f"stream items must be Payload, not {type(item).__name__}"))
                 return
+            send(sid, item)
             sent_bytes += len(item.data)
             if sent_bytes >= _FLUSH_BYTES:
                 sent_bytes = 0
-                proto._flush()
+                proto._flush(force=True)
+                if self._stopped:
+                    return
         else:
-            # batch used up with credit left: let other streams and I/O run, then continue
-            if not self._stopped and self._scheduled is None:
-                self._scheduled = proto._reactor.callLater(0, self._continue)
+            if batch == _SYNC_BATCH and credit > batch and not self._stopped:
+                # batch used up with credit left: let other streams and I/O run, then go on
+                if self._scheduled is None:
+                    self._scheduled = proto._reactor.callLater(0, self._continue)
         proto._flush()
 
     def _continue(self) -> None:
@@ -316,31 +348,47 @@ class OutboundPump:
         self.resume()
 
     def _pull_async(self) -> None:
+        # a loop, not recursion: an async source whose items are ready at once completes each
+        # __anext__ synchronously; after a batch of those, yield to the reactor
+        if self._in_pull:
+            return
         proto = self._protocol
-        if proto._paused or proto._conn.credit(self.stream_id) <= 0:
-            return
-        self._busy = True
+        self._in_pull = True
         try:
-            d = ensureDeferred(_anext(self._iter))
-        except Exception as exc:  # noqa: BLE001
-            self._busy = False
-            self._fail(exc)
-            return
-        d.addCallbacks(self._got_async, self._async_failed)
+            for _ in range(_SYNC_BATCH):
+                if self._stopped or self._busy or proto._paused or \
+                        proto._conn.credit(self.stream_id) <= 0:
+                    return
+                self._busy = True
+                try:
+                    d = ensureDeferred(_anext(self._iter))
+                except Exception as exc:  # noqa: BLE001
+                    self._busy = False
+                    self._fail(exc)
+                    return
+                self._pending = d
+                d.addCallbacks(self._got_async, self._async_failed)
+            if not self._stopped and not self._busy and self._scheduled is None:
+                self._scheduled = proto._reactor.callLater(0, self._continue)
+        finally:
+            self._in_pull = False
+            proto._flush()
 
     def _got_async(self, item) -> None:
         self._busy = False
+        self._pending = None
         if self._stopped:
             return
         if item is _END:
             self._finish()
             return
-        if self._send(item):
+        if self._send(item) and not self._in_pull:
             self._protocol._flush()
             self.resume()
 
     def _async_failed(self, failure) -> None:
         self._busy = False
+        self._pending = None
         if self._stopped or failure.check(CancelledError):
             return
         self._fail(failure.value)

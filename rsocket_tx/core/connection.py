@@ -58,6 +58,8 @@ _HEADER = Struct(">IH")
 _U32 = Struct(">I")
 _REQUEST_N_HEAD = Struct(">IHI")
 _PAYLOAD = int(FrameType.PAYLOAD)
+_PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), stream id, type+flags
+_U24 = Struct(">BH")
 
 RESPONSE = FrameType.REQUEST_RESPONSE
 FNF = FrameType.REQUEST_FNF
@@ -65,6 +67,22 @@ STREAM = FrameType.REQUEST_STREAM
 CHANNEL = FrameType.REQUEST_CHANNEL
 _SETUP_ERROR_CODES = frozenset({E.ErrorCode.INVALID_SETUP, E.ErrorCode.UNSUPPORTED_SETUP,
                                 E.ErrorCode.REJECTED_SETUP, E.ErrorCode.REJECTED_RESUME})
+
+
+_KINDS = {4: RESPONSE, 5: FNF, 6: STREAM, 7: CHANNEL}
+
+
+def _split(buf: bytes, offset: int, tf: int) -> tuple[bytes, bytes | None] | None:
+    """Split [metadata length, metadata,] data at ``offset``; None if the length is bad."""
+    if not tf & FLAG_METADATA:
+        return buf[offset:], None
+    start = offset + 3
+    if len(buf) < start:
+        return None
+    end = start + ((buf[offset] << 16) | (buf[offset + 1] << 8) | buf[offset + 2])
+    if end > len(buf):
+        return None
+    return buf[end:], buf[start:end]
 
 
 class Role:
@@ -227,6 +245,33 @@ class RSocketConnection:
         if self._frame_logger is not None:
             self._frame_logger("send", decode(frame_bytes))
 
+    def _queue_payload_bearing(self, frame_type: int, sid: int, flags: int, fixed: bytes,
+                               data: bytes, metadata: bytes | None) -> None:
+        """Queue a REQUEST_* or PAYLOAD frame, fragmenting it when it exceeds the limit.
+
+        The hot path of sending: the length prefix is packed with the header, so one unfragmented
+        frame costs one header pack and one concatenation.
+        """
+        n = 6 + len(fixed) + len(data) + (0 if metadata is None else len(metadata) + 3)
+        if n > self._limit:
+            for f in fragment(frame_type, sid, fixed, data, metadata, flags & FLAG_COMPLETE != 0,
+                              flags & FLAG_NEXT != 0, self._limit):
+                self._queue(f)
+            return
+        tf = (frame_type << 10) | flags
+        if metadata is not None:
+            tf |= FLAG_METADATA
+        if not self._prefixed or self._frame_logger is not None:
+            self._queue(encode_payload_bearing(frame_type, sid, flags, fixed, data, metadata))
+            return
+        if metadata is None:
+            head = _PREFIXED_HEADER.pack(n >> 16, n & 0xFFFF, sid, tf)
+            self._out.append(head + fixed + data if fixed else head + data)
+        else:
+            mlen = len(metadata)
+            self._out.append(b"".join((_PREFIXED_HEADER.pack(n >> 16, n & 0xFFFF, sid, tf), fixed,
+                                       _U24.pack(mlen >> 16, mlen & 0xFFFF), metadata, data)))
+
     def _queue_frame(self, frame: Frame) -> None:
         self._queue(encode(frame))
 
@@ -252,22 +297,32 @@ class RSocketConnection:
             self._mark_alive(now)
         fast = self._frame_logger is None
         for buf in frames:
-            # fast path for the most frequent frame, PAYLOAD on an open connection: parse it
-            # here without building a frame object; anything unusual takes the full decoder.
+            # fast path for the frequent frames (PAYLOAD and the four requests) on an open
+            # connection: parsed here with no frame object; anything unusual or malformed takes
+            # the full decoder, which reports it.
             if fast and self.state == _OPEN and len(buf) >= 6:
                 sid, tf = _HEADER.unpack_from(buf, 0)
-                if tf >> 10 == _PAYLOAD and sid <= MAX_U31:
-                    if not tf & FLAG_METADATA:
+                ft = tf >> 10
+                if ft == _PAYLOAD and sid <= MAX_U31:
+                    parts = _split(buf, 6, tf)
+                    if parts is not None:
                         self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
-                                      tf & FLAG_NEXT != 0, buf[6:], None, events)
+                                      tf & FLAG_NEXT != 0, parts[0], parts[1], events)
                         continue
-                    n = len(buf)
-                    if n >= 9:
-                        end = 9 + ((buf[6] << 16) | (buf[7] << 8) | buf[8])
-                        if end <= n:
-                            self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
-                                          tf & FLAG_NEXT != 0, buf[end:], buf[9:end], events)
-                            continue
+                elif 4 <= ft <= 7 and sid <= MAX_U31:
+                    if ft < 6:
+                        n = 0
+                        parts = _split(buf, 6, tf)
+                    elif len(buf) >= 10:
+                        n = _U32.unpack_from(buf, 6)[0]
+                        parts = _split(buf, 10, tf) if 0 < n <= MAX_U31 else None
+                    else:
+                        parts = None
+                    if parts is not None:
+                        self._request(sid, _KINDS[ft], tf & FLAG_FOLLOWS != 0,
+                                      ft == 7 and tf & FLAG_COMPLETE != 0, n, parts[0],
+                                      parts[1], events)
+                        continue
             self._receive_one(buf, events)
             if self.state == _CLOSED:
                 break
@@ -395,10 +450,8 @@ class RSocketConnection:
             if not 1 <= initial_n <= MAX_U31:
                 raise ValueError(f"initial request n must be in [1, {MAX_U31}], got {initial_n}")
             fixed = _U32.pack(initial_n)
-        frames = fragment(kind, sid, fixed, payload.data, payload.metadata, complete, False,
-                          self._limit)
-        for f in frames:
-            self._queue(f)
+        self._queue_payload_bearing(kind, sid, FLAG_COMPLETE if complete else 0, fixed,
+                                    payload.data, payload.metadata)
         if kind != FNF:
             send_open, recv_open, needs_credit = _STREAM_TABLE[kind, True]
             if kind == CHANNEL and complete:
@@ -463,16 +516,9 @@ class RSocketConnection:
             s.credit = credit - 1
         if s.kind == RESPONSE:
             complete = True  # a request-response answer is always complete
-        data = payload.data
-        metadata = payload.metadata
-        if (len(data) + (0 if metadata is None else len(metadata) + 3) + 6) <= self._limit:
-            flags = FLAG_NEXT | FLAG_COMPLETE if complete else FLAG_NEXT
-            self._queue(encode_payload_bearing(FrameType.PAYLOAD, stream_id, flags, b"", data,
-                                               metadata))
-        else:
-            for f in fragment(FrameType.PAYLOAD, stream_id, b"", data, metadata, complete, True,
-                              self._limit):
-                self._queue(f)
+        self._queue_payload_bearing(_PAYLOAD, stream_id,
+                                    FLAG_NEXT | FLAG_COMPLETE if complete else FLAG_NEXT, b"",
+                                    payload.data, payload.metadata)
         if complete:
             self._half_close_send(stream_id, s)
 
@@ -627,27 +673,30 @@ class RSocketConnection:
             self._queue_frame(KeepaliveFrame(respond=False, data=f.data))
 
     def _on_request(self, f, events: list[Event]) -> None:
-        sid = f.stream_id
+        kind = f.frame_type
+        self._request(f.stream_id, kind, f.follows, kind == CHANNEL and f.complete,
+                      f.initial_request_n if kind == STREAM or kind == CHANNEL else 0,
+                      f.data, f.metadata, events)
+
+    def _request(self, sid: int, kind: FrameType, follows: bool, complete: bool, n: int,
+                 data: bytes, metadata: bytes | None, events: list[Event]) -> None:
         if sid == 0 or sid in self._streams:
             return  # spec: a request on a stream id in use MUST be ignored
         if (sid & 1) == (1 if self.is_client else 0):
             return  # the peer used our parity: not a stream it may open; ignore
         self._setup_confirmed = True
-        kind = f.frame_type
-        n = f.initial_request_n if kind == STREAM or kind == CHANNEL else 0
-        if f.follows:
+        if follows:
             s = _Stream(kind, False, False, True, None)
             s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size)
-            r.complete = kind == CHANNEL and f.complete
+            r.complete = complete
             try:
-                r.add(f.data, f.metadata)
+                r.add(data, metadata)
             except E.PayloadTooLargeError as exc:
                 self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
                 return
             self._streams[sid] = s
             return
-        complete = kind == CHANNEL and f.complete
-        self._open_responder_stream(sid, kind, Payload(f.data, f.metadata), n, complete, events)
+        self._open_responder_stream(sid, kind, Payload(data, metadata), n, complete, events)
 
     def _open_responder_stream(self, sid: int, kind: int, payload: Payload, n: int,
                                complete: bool, events: list[Event]) -> None:
@@ -659,7 +708,7 @@ class RSocketConnection:
                 recv_open = False
             self._streams[sid] = _Stream(kind, False, send_open, recv_open,
                                          min(n, MAX_U31) if needs_credit else None)
-        events.append(RequestReceived(sid, FrameType(kind), payload, n, complete))
+        events.append(RequestReceived(sid, kind, payload, n, complete))
 
     def _on_request_n(self, f, events: list[Event]) -> None:
         s = self._streams.get(f.stream_id)
