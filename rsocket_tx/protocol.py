@@ -107,7 +107,9 @@ class RSocketProtocol(Protocol):
         self._held: list | None = None  # events held while an async acceptor decides
         self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
         self.rsocket = RSocket(self)
-        self.closed = Deferred()
+        self._ended = False  # the RSocket connection is over (the transport may still drain)
+        self._transport_gone = False
+        self._closed_waiters: list[Deferred] = []
         self.close_reason: E.RSocketError | None = None
         self._event_handlers = {
             PayloadReceived: self._on_payload,
@@ -149,6 +151,20 @@ class RSocketProtocol(Protocol):
             return
         why = reason.getErrorMessage() if reason is not None else "the transport closed"
         self._handle(self._conn.connection_lost(f"connection lost: {why}"))
+        self._transport_gone = True
+        waiters, self._closed_waiters = self._closed_waiters, []
+        for d in waiters:
+            d.callback(None)
+
+    def when_closed(self) -> Deferred:
+        """A new Deferred that fires with None once the transport is gone (after every queued
+        byte was handed to it: a fire-and-forget followed by close is delivered)."""
+        d = Deferred()
+        if self._transport_gone:
+            d.callback(None)
+        else:
+            self._closed_waiters.append(d)
+        return d
 
     # ------------------------------------------------------------------ IPushProducer
 
@@ -221,7 +237,7 @@ class RSocketProtocol(Protocol):
                 if self._held is not None:  # an async acceptor is deciding: hold the rest
                     self._held.extend(events[i + 1:])
                     return
-                if self.closed is None:
+                if self._ended:
                     # the connection closed (e.g. SETUP rejected): the rest of this read is moot
                     break
             if not was:
@@ -450,11 +466,8 @@ class RSocketProtocol(Protocol):
         self._timer = None
         if event.by_peer and event.error is not None:
             _log.info("RSocket connection closed: {error}", error=event.error)
-        closed, self.closed = self.closed, None
-        if closed is not None:
-            closed.callback(None)
-        if self.transport is not None:
-            self._dispatching = False
+        self._ended = True
+        if self.transport is not None and not self._transport_gone:
             data = self._conn.data_to_send()
             if data:
                 self.transport.write(data)
@@ -549,8 +562,11 @@ class RSocketProtocol(Protocol):
             self._flush()
 
     def close(self, error: E.RSocketError | None = None) -> Deferred:
-        """Close the connection (after writing ``error`` as ERROR on stream 0, if given)."""
-        d = self.closed if self.closed is not None else succeed(None)
+        """Close the connection (after writing ``error`` as ERROR on stream 0, if given).
+
+        :returns: Deferred firing with None once the transport is gone.
+        """
+        d = self.when_closed()
         if self._conn is not None and self._conn.is_open:
             self._handle(self._conn.close(error))
         elif self.transport is not None:

@@ -47,13 +47,9 @@ class RSocket:
 
     @property
     def closed(self) -> Deferred:
-        """A Deferred that fires with None when the connection has closed."""
-        d = Deferred()
-        if self._protocol.closed is None:
-            d.callback(None)
-        else:
-            self._protocol.closed.addBoth(lambda r: (d.callback(None), r)[1])
-        return d
+        """A new Deferred that fires with None when the connection has closed and its
+        transport is gone."""
+        return self._protocol.when_closed()
 
     @property
     def close_reason(self):

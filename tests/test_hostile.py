@@ -7,8 +7,8 @@ import struct
 
 import pytest
 import pytest_twisted
-from conftest import EchoResponder, wait, wire
 from twisted.internet.defer import Deferred
+from twisted_support import EchoResponder, wait, wire
 
 from rsocket_tx import ApplicationError, Payload
 from rsocket_tx.client import make_setup

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from conftest import EchoResponder, parse, wire
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.test.iosim import connectedServerAndClient
+from twisted_support import EchoResponder, parse, wire
 
 from rsocket_tx import (
     ConnectionLostError,
@@ -94,6 +94,7 @@ def test_silent_server_closes_the_client_after_max_lifetime():
     assert len(pair.keepalives("client")) == LIFETIME // INTERVAL - 1  # still sending
     pair.advance(INTERVAL / 1000, deliver=False)
     assert not pair.rsocket.is_open
+    pair.pump.flush()  # the client's transport closes: only then does `closed` fire
     assert closed.called
     failures = []
     d.addErrback(failures.append)

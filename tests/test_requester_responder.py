@@ -6,9 +6,9 @@ import inspect
 
 import pytest
 import pytest_twisted
-from conftest import EchoResponder, wait
 from twisted.internet import defer, reactor
 from twisted.internet.defer import CancelledError, Deferred
+from twisted_support import EchoResponder, wait
 
 from rsocket_tx import (
     ApplicationError,

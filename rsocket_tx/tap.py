@@ -1,0 +1,692 @@
+"""The ``twistd rsocket`` plugin: options, validation and the service that serves responders.
+
+Usage::
+
+    twistd -n rsocket --listen tcp:7878 --listen tcp://[::1]:7879 \\
+        --responder mypackage.mymodule:MyResponder --fragment-size 65536 --debug
+
+The pieces here are shared with ``rsocket-tx serve`` (:mod:`rsocket_tx.cli`), so both faces
+accept the same options, validate them the same way and build the same service:
+
+* :data:`SERVER_OPTIONS` — the option table both faces generate their parsers from;
+* :func:`parse_server_settings` — strings (or numbers) in, a validated :class:`ServerSettings` out;
+* :func:`build_service` — a :class:`ServerSettings` in, an :class:`RSocketServerService` out;
+* :func:`describe_frame` / :func:`make_frame_logger` — the ``--debug`` frame log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from twisted.application.internet import StreamServerEndpointService
+from twisted.application.service import MultiService
+from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
+from twisted.internet.interfaces import IStreamServerEndpoint
+from twisted.logger import Logger
+from twisted.python import usage
+from zope.interface import implementer
+
+from .core.errors import UnsupportedSetupError, error_code_name
+from .endpoints import server_endpoint
+
+__all__ = [
+    "Options",
+    "makeService",
+    "ServerSettings",
+    "ServerOption",
+    "SERVER_OPTIONS",
+    "SettingsError",
+    "parse_server_settings",
+    "parse_int_option",
+    "parse_fragment_size",
+    "check_listen",
+    "load_responder",
+    "build_service",
+    "RSocketServerService",
+    "describe_frame",
+    "make_frame_logger",
+    "DEFAULT_LISTEN",
+    "MAX_FRAME_SIZE",
+    "MIN_FRAGMENT_SIZE",
+]
+
+log = Logger()
+
+#: Where the server listens when no endpoint is given.
+DEFAULT_LISTEN = "tcp:7878"
+#: The largest frame the 24-bit length prefix can describe, in bytes.
+MAX_FRAME_SIZE = 16_777_215
+#: The smallest fragment size accepted, in bytes (what rsocket-py and rsocket-java accept).
+MIN_FRAGMENT_SIZE = 64
+#: The smallest max frame size accepted, in bytes (a SETUP frame must fit).
+MIN_FRAME_SIZE = 64
+
+
+class SettingsError(ValueError):
+    """An option value is invalid; the message names the option and says what is expected."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Validated server settings, built by :func:`parse_server_settings`.
+
+    :ivar listen: endpoint descriptions or URIs to listen on (at least one).
+    :ivar responder: the ``module:Class`` the responder was loaded from (``None``: the demo).
+    :ivar responder_factory: the :class:`~rsocket_tx.responder.Responder` subclass to serve;
+        one instance per connection.
+    :ivar fragment_size: the largest frame sent before payloads are fragmented, in bytes (>= 64;
+        ``None``: fragment only beyond the max frame size).
+    :ivar max_frame_size: the largest frame accepted, in bytes (64 .. 16 777 215).
+    :ivar max_reassembled_size: the largest payload reassembled from fragments, in bytes.
+    :ivar setup_timeout: how long a new connection may take to send SETUP, in milliseconds.
+    :ivar min_keepalive_interval: the smallest keepalive interval a client may ask for in SETUP,
+        in milliseconds (0: no limit); a smaller one is refused with ERROR[UNSUPPORTED_SETUP].
+    :ivar max_lifetime_limit: the largest max lifetime a client may ask for in SETUP, in
+        milliseconds (0: no limit); a larger one is refused with ERROR[UNSUPPORTED_SETUP].
+    :ivar debug: log every frame sent and received (twisted.logger, level debug).
+    """
+
+    listen: tuple[str, ...] = (DEFAULT_LISTEN,)
+    responder: str | None = None
+    responder_factory: type | None = None
+    fragment_size: int | None = None
+    max_frame_size: int = MAX_FRAME_SIZE
+    max_reassembled_size: int = 67_108_864
+    setup_timeout: int = 30_000
+    min_keepalive_interval: int = 0
+    max_lifetime_limit: int = 0
+    debug: bool = False
+
+
+@dataclass(frozen=True)
+class ServerOption:
+    """One server option with a value, shared by ``twistd rsocket`` and ``rsocket-tx serve``.
+
+    :ivar name: the long option name, without ``--``.
+    :ivar attr: the :class:`ServerSettings` attribute / :func:`parse_server_settings` argument.
+    :ivar metavar: the value's placeholder in the help.
+    :ivar help: the help text (says the unit and the default).
+    :ivar aliases: more long names (``rsocket-tx`` only; twistd options have one name).
+    """
+
+    name: str
+    attr: str
+    metavar: str
+    help: str
+    aliases: tuple[str, ...] = ()
+
+
+#: The options with a value of the server faces (``--listen`` and ``--debug`` are handled by
+#: each face: twistd repeats ``--listen``, ``rsocket-tx serve`` takes positional endpoints).
+SERVER_OPTIONS: tuple[ServerOption, ...] = (
+    ServerOption(
+        "responder",
+        "responder",
+        "MODULE:CLASS",
+        "the Responder subclass to serve, as package.module:Class (default: the demo responder,"
+        " rsocket_tx.demo:DemoResponder)",
+    ),
+    ServerOption(
+        "fragment-size",
+        "fragment_size",
+        "BYTES",
+        f"fragment payloads so no frame sent is larger than BYTES (>= {MIN_FRAGMENT_SIZE};"
+        " default: no fragmentation below the max frame size)",
+        aliases=("fragment",),
+    ),
+    ServerOption(
+        "max-frame-size",
+        "max_frame_size",
+        "BYTES",
+        f"largest frame accepted ({MIN_FRAME_SIZE}..{MAX_FRAME_SIZE}; default {MAX_FRAME_SIZE})",
+    ),
+    ServerOption(
+        "max-reassembled-size",
+        "max_reassembled_size",
+        "BYTES",
+        "largest payload reassembled from fragments (default 67108864)",
+    ),
+    ServerOption(
+        "setup-timeout",
+        "setup_timeout",
+        "MS",
+        "milliseconds a new connection has to send SETUP (default 30000)",
+    ),
+    ServerOption(
+        "min-keepalive-interval",
+        "min_keepalive_interval",
+        "MS",
+        "refuse clients whose SETUP asks for a keepalive interval below MS milliseconds"
+        " (ERROR[UNSUPPORTED_SETUP]; default 0: no limit)",
+    ),
+    ServerOption(
+        "max-lifetime-limit",
+        "max_lifetime_limit",
+        "MS",
+        "refuse clients whose SETUP asks for a max lifetime above MS milliseconds"
+        " (ERROR[UNSUPPORTED_SETUP]; default 0: no limit)",
+    ),
+)
+
+DEBUG_HELP = "log every frame sent and received, decoded (twisted.logger, level debug)"
+LISTEN_HELP = (
+    "endpoint to listen on: a Twisted endpoint description (tcp:7878,"
+    " tcp:port=7878:interface=127.0.0.1, unix:/path) or a URI (tcp://0.0.0.0:7878, tcp://:7878);"
+    f" repeat to listen on several (default {DEFAULT_LISTEN})"
+)
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def parse_int_option(
+    name: str, value, *, minimum: int, maximum: int | None = None, unit: str
+) -> int | None:
+    """Validate an integer option.
+
+    :param name: the option's long name, without ``--`` (for the message).
+    :param value: ``None`` (not given), an int, or a decimal string (``_`` separators allowed).
+    :param minimum: the smallest value accepted.
+    :param maximum: the largest value accepted (``None``: no limit).
+    :param unit: the unit, for the message (``"bytes"``, ``"milliseconds"``).
+    :returns: the integer, or ``None`` if ``value`` is ``None``.
+    :raises SettingsError: if it is not an integer or out of range.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise SettingsError(f"--{name}: expected an integer number of {unit}, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip().replace("_", "")
+        try:
+            number = int(text, 10)
+        except ValueError:
+            raise SettingsError(
+                f"--{name}: expected an integer number of {unit}, got {value!r}"
+            ) from None
+    if number < minimum:
+        raise SettingsError(f"--{name}: must be at least {minimum} {unit}, got {number}")
+    if maximum is not None and number > maximum:
+        raise SettingsError(f"--{name}: must be at most {maximum} {unit}, got {number}")
+    return number
+
+
+def parse_fragment_size(value) -> int | None:
+    """Validate a fragment size.
+
+    :param value: ``None`` (no fragmentation), or an int or decimal string, in bytes.
+    :returns: the size in bytes, or ``None``.
+    :raises SettingsError: if it is not an integer or not in 64 .. 16 777 215.
+    """
+    return parse_int_option(
+        "fragment-size", value, minimum=MIN_FRAGMENT_SIZE, maximum=MAX_FRAME_SIZE, unit="bytes"
+    )
+
+
+class _NoReactor:
+    """Stands in for the reactor while endpoint strings are only checked, so that option
+    parsing never imports (and so installs) the global reactor before twistd picks one."""
+
+
+def check_listen(spec: str) -> str:
+    """Check that ``spec`` parses as a server endpoint, without a reactor.
+
+    :param spec: an endpoint description or URI.
+    :returns: ``spec``.
+    :raises SettingsError: if it cannot be parsed.
+    """
+    try:
+        server_endpoint(_NoReactor(), spec)
+    except ValueError as e:
+        raise SettingsError(f"--listen: {e}") from None
+    except Exception:
+        pass  # a parser that wants a real reactor: checked when the service is built
+    return spec
+
+
+def load_responder(spec: str) -> type:
+    """Import the responder class named ``spec``.
+
+    :param spec: ``package.module:Class`` (``Class`` may be dotted: ``module:Outer.Inner``);
+        ``package.module.Class`` is accepted too.
+    :returns: the class, a subclass of :class:`rsocket_tx.responder.Responder`.
+    :raises SettingsError: if the module cannot be imported, has no such attribute, or the
+        attribute is not a Responder subclass.
+    """
+    from .responder import Responder
+
+    text = spec.strip()
+    if ":" in text:
+        module_name, _, attr_path = text.partition(":")
+    else:
+        module_name, _, attr_path = text.rpartition(".")
+    if not module_name or not attr_path:
+        raise SettingsError(f"--responder: expected package.module:Class, got {spec!r}")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SettingsError(f"--responder: cannot import module {module_name!r}: {e}") from None
+    except Exception as e:  # the module itself raised while importing
+        raise SettingsError(
+            f"--responder: importing module {module_name!r} failed: {type(e).__name__}: {e}"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SettingsError(
+                f"--responder: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    if not (isinstance(obj, type) and issubclass(obj, Responder)):
+        raise SettingsError(
+            f"--responder: {spec!r} is not a subclass of rsocket_tx.Responder (it is {obj!r})"
+        )
+    return obj
+
+
+def parse_server_settings(
+    *,
+    listen: Iterable[str] | None = None,
+    responder=None,
+    fragment_size=None,
+    max_frame_size=None,
+    max_reassembled_size=None,
+    setup_timeout=None,
+    min_keepalive_interval=None,
+    max_lifetime_limit=None,
+    debug: bool = False,
+) -> ServerSettings:
+    """Validate server options as typed on a command line; ``None`` means "not given".
+
+    Numbers may be ints or decimal strings.
+
+    :param listen: endpoint descriptions / URIs (``None`` or empty: ``tcp:7878``).
+    :param responder: ``package.module:Class`` or a Responder subclass (``None``: the demo).
+    :param fragment_size: bytes, >= 64 (``None``: no fragmentation below the max frame size).
+    :param max_frame_size: bytes, 64 .. 16 777 215.
+    :param max_reassembled_size: bytes, >= 1.
+    :param setup_timeout: milliseconds, >= 1.
+    :param min_keepalive_interval: milliseconds, >= 0 (0: no limit).
+    :param max_lifetime_limit: milliseconds, >= 0 (0: no limit).
+    :param debug: log every frame.
+    :returns: the validated :class:`ServerSettings`.
+    :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
+    """
+    from .demo import DemoResponder
+
+    specs = tuple(listen) if listen else (DEFAULT_LISTEN,)
+    for spec in specs:
+        check_listen(spec)
+    if len(set(specs)) != len(specs):
+        raise SettingsError(f"--listen: the same endpoint is given twice: {list(specs)}")
+
+    if responder is None:
+        responder_name, responder_factory = None, DemoResponder
+    elif isinstance(responder, str):
+        responder_name, responder_factory = responder, load_responder(responder)
+    else:
+        from .responder import Responder
+
+        if not (isinstance(responder, type) and issubclass(responder, Responder)):
+            raise SettingsError(f"--responder: {responder!r} is not a Responder subclass")
+        responder_name = f"{responder.__module__}:{responder.__qualname__}"
+        responder_factory = responder
+
+    defaults = ServerSettings()
+
+    def pick(value, default):
+        return default if value is None else value
+
+    return ServerSettings(
+        listen=specs,
+        responder=responder_name,
+        responder_factory=responder_factory,
+        fragment_size=parse_fragment_size(fragment_size),
+        max_frame_size=pick(
+            parse_int_option(
+                "max-frame-size",
+                max_frame_size,
+                minimum=MIN_FRAME_SIZE,
+                maximum=MAX_FRAME_SIZE,
+                unit="bytes",
+            ),
+            defaults.max_frame_size,
+        ),
+        max_reassembled_size=pick(
+            parse_int_option("max-reassembled-size", max_reassembled_size, minimum=1, unit="bytes"),
+            defaults.max_reassembled_size,
+        ),
+        setup_timeout=pick(
+            parse_int_option("setup-timeout", setup_timeout, minimum=1, unit="milliseconds"),
+            defaults.setup_timeout,
+        ),
+        min_keepalive_interval=pick(
+            parse_int_option(
+                "min-keepalive-interval", min_keepalive_interval, minimum=0, unit="milliseconds"
+            ),
+            defaults.min_keepalive_interval,
+        ),
+        max_lifetime_limit=pick(
+            parse_int_option(
+                "max-lifetime-limit", max_lifetime_limit, minimum=0, unit="milliseconds"
+            ),
+            defaults.max_lifetime_limit,
+        ),
+        debug=bool(debug),
+    )
+
+
+# -- frame log -------------------------------------------------------------------------------
+
+
+def _short_bytes(value: bytes, limit: int = 64) -> str:
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}...<{len(value)} bytes>"
+
+
+def describe_frame(frame) -> str:
+    """One line describing a decoded frame, for the ``--debug`` log.
+
+    :param frame: a frame object of :mod:`rsocket_tx.core.frames`.
+    :returns: e.g. ``"REQUEST_STREAM stream=1 initial_request_n=256 data=b'5'"``: the type, the
+        stream id, then each field; boolean flags appear by name when set, ``None`` fields are
+        left out, bytes longer than 64 are cut (the full length is shown), error codes by name.
+    """
+    frame_type = getattr(frame, "frame_type", None)
+    name = getattr(frame_type, "name", None) or type(frame).__name__
+    if not dataclasses.is_dataclass(frame):
+        return f"{name} {frame!r}"
+    parts = [name, f"stream={getattr(frame, 'stream_id', 0)}"]
+    for field in dataclasses.fields(frame):
+        if field.name == "stream_id":
+            continue
+        value = getattr(frame, field.name)
+        if isinstance(value, bool):
+            if value:
+                parts.append(field.name)
+        elif value is None:
+            continue
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            parts.append(f"{field.name}={_short_bytes(bytes(value))}")
+        elif field.name == "error_code":
+            parts.append(f"error_code={error_code_name(value)}")
+        else:
+            parts.append(f"{field.name}={value}")
+    return " ".join(parts)
+
+
+def make_frame_logger(
+    emit: Callable[[str], None] | None = None,
+) -> Callable[[str, object], None]:
+    """Build a ``frame_logger`` for :func:`rsocket_tx.serve` / :func:`rsocket_tx.connect`.
+
+    :param emit: called with one line per frame (``"send REQUEST_RESPONSE stream=1 ..."``);
+        ``None``: log it with :mod:`twisted.logger` at level debug, namespace
+        ``rsocket_tx.frames``.
+    :returns: ``frame_logger(direction, frame)``, ``direction`` being ``"send"`` or ``"recv"``.
+    """
+    if emit is None:
+        frame_log = Logger(namespace="rsocket_tx.frames")
+
+        def frame_logger(direction: str, frame) -> None:
+            frame_log.debug(
+                "{direction} {description}",
+                direction=direction,
+                description=describe_frame(frame),
+            )
+
+    else:
+
+        def frame_logger(direction: str, frame) -> None:
+            emit(f"{direction} {describe_frame(frame)}")
+
+    return frame_logger
+
+
+# -- the service -----------------------------------------------------------------------------
+
+
+def _format_address(address) -> str:
+    host = getattr(address, "host", None)
+    port = getattr(address, "port", None)
+    if host is not None and port is not None:
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{port}"
+    name = getattr(address, "name", None)
+    if name is not None:
+        return name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+    return str(address)
+
+
+@implementer(IStreamServerEndpoint)
+class _ObservedEndpoint:
+    """Wraps a server endpoint to log where it listens and to tell waiters when it does."""
+
+    def __init__(self, endpoint, spec: str) -> None:
+        self.endpoint = endpoint
+        self.spec = spec
+        self._outcome = None  # a port, or a Failure
+        self._waiters: list[Deferred] = []
+
+    def listen(self, factory):
+        d = self.endpoint.listen(factory)
+        d.addCallbacks(self._listening, self._failed)
+        return d
+
+    def _listening(self, port):
+        log.info(
+            "RSocket server listening on {address} (endpoint {spec})",
+            address=_format_address(port.getHost()),
+            spec=self.spec,
+        )
+        self._settle(port)
+        return port
+
+    def _failed(self, failure):
+        self._settle(failure)
+        return failure
+
+    def _settle(self, outcome) -> None:
+        self._outcome = outcome
+        waiters, self._waiters = self._waiters, []
+        for d in waiters:
+            if _is_failure(outcome):
+                d.errback(outcome)
+            else:
+                d.callback(outcome)
+
+    def when_listening(self) -> Deferred:
+        if self._outcome is not None:
+            if _is_failure(self._outcome):
+                d = Deferred()
+                d.errback(self._outcome)
+                return d
+            return succeed(self._outcome)
+        d = Deferred()
+        self._waiters.append(d)
+        return d
+
+
+def _is_failure(value) -> bool:
+    from twisted.python.failure import Failure
+
+    return isinstance(value, Failure)
+
+
+class RSocketServerService(MultiService):
+    """A :class:`~twisted.application.service.MultiService` with one
+    :class:`~twisted.application.internet.StreamServerEndpointService` per listen endpoint, all
+    serving the same :class:`~rsocket_tx.protocol.RSocketServerFactory`.
+
+    :ivar factory: the server factory.
+    :ivar settings: the :class:`ServerSettings` it was built from.
+    """
+
+    def __init__(self, settings: ServerSettings, factory) -> None:
+        super().__init__()
+        self.settings = settings
+        self.factory = factory
+        self._endpoints: list[_ObservedEndpoint] = []
+
+    def add_endpoint(self, endpoint, spec: str) -> StreamServerEndpointService:
+        observed = _ObservedEndpoint(endpoint, spec)
+        self._endpoints.append(observed)
+        service = StreamServerEndpointService(observed, self.factory)
+        # Fail at start-up when an endpoint cannot listen (a port in use…), as
+        # twisted.application.strports.service does, instead of logging and running deaf.
+        service._raiseSynchronously = True
+        service.setServiceParent(self)
+        return service
+
+    def privilegedStartService(self) -> None:
+        try:
+            super().privilegedStartService()
+        except BaseException:
+            self._abort_start()
+            raise
+
+    def startService(self) -> None:
+        try:
+            super().startService()
+        except BaseException:
+            self._abort_start()
+            raise
+
+    def _abort_start(self) -> None:
+        """An endpoint could not listen: stop those already listening, so that a failed start
+        leaves nothing behind."""
+        for child in list(self):
+            if getattr(child, "_waitingForPort", None) is not None:
+                maybeDeferred(child.stopService).addErrback(
+                    lambda f: log.failure("stopping after a failed start", f)
+                )
+        self.running = False
+
+    def when_listening(self) -> Deferred:
+        """Fire with the list of listening ports (in ``--listen`` order) once every endpoint
+        listens, or fail with the first endpoint's error. Call after :meth:`startService`."""
+        d = DeferredList(
+            [e.when_listening() for e in self._endpoints], fireOnOneErrback=True, consumeErrors=True
+        )
+
+        def unwrap(results):
+            return [port for _, port in results]
+
+        def first_error(failure):
+            return failure.value.subFailure
+
+        return d.addCallbacks(unwrap, first_error)
+
+
+def _keepalive_limited(cls: type, settings: ServerSettings) -> type:
+    """Subclass ``cls`` so that its ``accept_setup`` refuses keepalive settings outside the
+    server's limits (``UnsupportedSetupError``) before running the class's own check."""
+    min_interval = settings.min_keepalive_interval
+    max_lifetime = settings.max_lifetime_limit
+    if not min_interval and not max_lifetime:
+        return cls
+
+    def accept_setup(self, setup):
+        interval = setup.keepalive_interval
+        lifetime = setup.max_lifetime
+        if min_interval and interval < min_interval:
+            raise UnsupportedSetupError(
+                f"keepalive interval {interval} ms is below this server's minimum of"
+                f" {min_interval} ms"
+            )
+        if max_lifetime and lifetime > max_lifetime:
+            raise UnsupportedSetupError(
+                f"max lifetime {lifetime} ms is above this server's limit of {max_lifetime} ms"
+            )
+        return cls.accept_setup(self, setup)
+
+    return type(
+        cls.__name__,
+        (cls,),
+        {"accept_setup": accept_setup, "__module__": cls.__module__, "__doc__": cls.__doc__},
+    )
+
+
+def build_service(settings: ServerSettings, reactor=None) -> RSocketServerService:
+    """Build (not start) the server service for ``settings``.
+
+    :param settings: from :func:`parse_server_settings`.
+    :param reactor: the reactor (``None``: the global reactor, imported only now).
+    :returns: an :class:`RSocketServerService`; starting it listens on every endpoint.
+    :raises ValueError: if an endpoint cannot be parsed.
+    """
+    from .demo import DemoResponder
+    from .protocol import RSocketServerFactory
+
+    responder = _keepalive_limited(settings.responder_factory or DemoResponder, settings)
+    factory = RSocketServerFactory(
+        responder,
+        reactor=reactor,
+        fragment_size=settings.fragment_size,
+        max_frame_size=settings.max_frame_size,
+        max_reassembled_size=settings.max_reassembled_size,
+        setup_timeout=settings.setup_timeout,
+        frame_logger=make_frame_logger() if settings.debug else None,
+    )
+    factory.noisy = False  # "listening on" is logged by the service, with the endpoint
+    service = RSocketServerService(settings, factory)
+    service.setName("rsocket")
+    for spec in settings.listen:
+        service.add_endpoint(server_endpoint(reactor, spec), spec)
+    return service
+
+
+# -- twistd ----------------------------------------------------------------------------------
+
+
+class Options(usage.Options):
+    """``twistd rsocket`` options (generated from :data:`SERVER_OPTIONS`).
+
+    After parsing, ``self["settings"]`` holds the validated :class:`ServerSettings`.
+    """
+
+    synopsis = "[options]"
+    longdesc = (
+        "Serve an RSocket responder (default: the demo responder: echo request-response and"
+        " request-channel, count request-stream, log fire-and-forget and metadata-push)."
+    )
+    optFlags = [["debug", None, DEBUG_HELP]]
+    optParameters = [[o.name, None, None, o.help] for o in SERVER_OPTIONS]
+    compData = usage.Completions(optActions={"listen": usage.CompleteList([DEFAULT_LISTEN])})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self["listen"] = []
+
+    def opt_listen(self, endpoint: str) -> None:
+        self["listen"].append(endpoint)
+
+    opt_listen.__doc__ = LISTEN_HELP
+    opt_l = opt_listen
+
+    def postOptions(self) -> None:
+        try:
+            self["settings"] = parse_server_settings(
+                listen=self["listen"],
+                debug=bool(self["debug"]),
+                **{o.attr: self[o.name] for o in SERVER_OPTIONS},
+            )
+        except SettingsError as e:
+            raise usage.UsageError(str(e)) from None
+
+
+def makeService(options) -> RSocketServerService:
+    """Build the ``twistd rsocket`` service from parsed :class:`Options`.
+
+    :param options: parsed :class:`Options` (a mapping with a ``"settings"`` entry).
+    :returns: the :class:`RSocketServerService`.
+    :raises ValueError: if an endpoint cannot be parsed.
+    """
+    return build_service(options["settings"])

@@ -1,0 +1,272 @@
+"""rsocket_tx.endpoints: endpoint strings, URIs and endpoint objects -> Twisted endpoints."""
+
+from __future__ import annotations
+
+import pytest
+from twisted.internet.endpoints import (
+    HostnameEndpoint,
+    TCP4ClientEndpoint,
+    TCP4ServerEndpoint,
+    TCP6ServerEndpoint,
+    UNIXClientEndpoint,
+    UNIXServerEndpoint,
+)
+from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndpoint
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.testing import MemoryReactorClock
+
+from rsocket_tx import endpoints
+from rsocket_tx.endpoints import (
+    client_endpoint,
+    is_uri,
+    register_uri_scheme,
+    server_endpoint,
+    uri_schemes,
+)
+
+
+@pytest.fixture
+def reactor():
+    return MemoryReactorClock()
+
+
+def _listen(reactor, endpoint):
+    """Listen on a memory reactor; return (port, interface) it was asked for."""
+    endpoint.listen(Factory.forProtocol(Protocol))
+    port, _factory, _backlog, interface = reactor.tcpServers[-1]
+    return port, interface
+
+
+def _connect(reactor, endpoint):
+    endpoint.connect(Factory.forProtocol(Protocol))
+    host, port, *_ = reactor.tcpClients[-1]
+    return host, port
+
+
+# -- client ------------------------------------------------------------------------------------
+
+
+def test_client_twisted_string(reactor):
+    endpoint = client_endpoint(reactor, "tcp:host=localhost:port=7878")
+    assert isinstance(endpoint, TCP4ClientEndpoint)
+    assert _connect(reactor, endpoint) == ("localhost", 7878)
+
+
+def test_client_twisted_string_positional(reactor):
+    endpoint = client_endpoint(reactor, "tcp:127.0.0.1:9000")
+    assert _connect(reactor, endpoint) == ("127.0.0.1", 9000)
+
+
+def test_client_twisted_unix_string(reactor, tmp_path):
+    path = str(tmp_path / "s.sock")
+    endpoint = client_endpoint(reactor, f"unix:path={path}")
+    assert isinstance(endpoint, UNIXClientEndpoint)
+
+
+@pytest.mark.parametrize(
+    ("uri", "host", "port"),
+    [
+        ("tcp://localhost:7878", "localhost", 7878),
+        ("tcp://127.0.0.1:1", "127.0.0.1", 1),
+        ("tcp://[::1]:7878", "::1", 7878),
+        ("TCP://example.com:65535/", "example.com", 65535),
+        ("  tcp://localhost:7878  ", "localhost", 7878),
+    ],
+)
+def test_client_uri(reactor, uri, host, port):
+    endpoint = client_endpoint(reactor, uri)
+    assert isinstance(endpoint, HostnameEndpoint)
+    # HostnameEndpoint has no public accessors; these are what its constructor stored.
+    assert endpoint._hostText == host
+    assert endpoint._port == port
+    assert endpoint._reactor is reactor
+
+
+def test_client_endpoint_object_returned_as_is(reactor):
+    endpoint = TCP4ClientEndpoint(reactor, "localhost", 1)
+    assert client_endpoint(reactor, endpoint) is endpoint
+
+
+def test_client_bytes_string(reactor):
+    endpoint = client_endpoint(reactor, b"tcp://localhost:7878")
+    assert IStreamClientEndpoint.providedBy(endpoint)
+
+
+def test_client_default_reactor():
+    from twisted.internet import reactor as global_reactor
+
+    endpoint = client_endpoint(None, "tcp://localhost:7878")
+    assert endpoint._reactor is global_reactor
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("foo://localhost:7878", "unsupported URI scheme 'foo'"),
+        ("http://localhost:80", "unsupported URI scheme 'http'"),
+        ("tcp://localhost", "missing port"),
+        ("tcp://localhost:", "missing port"),
+        ("tcp://:7878", "missing host"),
+        ("tcp://localhost:abc", "invalid port"),
+        ("tcp://localhost:70000", "invalid port"),
+        ("tcp://localhost:0", "port 0"),
+        ("tcp://localhost:7878/path", "unexpected path"),
+        ("tcp://localhost:7878?x=1", "unexpected query"),
+        ("tcp://localhost:7878#frag", "unexpected fragment"),
+        ("tcp://user@localhost:7878", "unexpected user information"),
+        ("tcp://[::1:7878", "invalid URI"),
+        ("", "empty client endpoint"),
+        ("   ", "empty client endpoint"),
+        ("localhost:7878", "Unknown endpoint type: 'localhost'"),
+        ("bogus:whatever", "Unknown endpoint type: 'bogus'"),
+        ("tcp:host=localhost", "missing 1 required positional argument: 'port'"),
+        ("tcp:localhost:abc", "expected an integer"),
+        ("tcp:localhost:7878:bogus=1", "unexpected keyword argument 'bogus'"),
+    ],
+)
+def test_client_errors(reactor, spec, message):
+    with pytest.raises(ValueError) as info:
+        client_endpoint(reactor, spec)
+    assert message in str(info.value)
+
+
+def test_client_error_names_the_string(reactor):
+    with pytest.raises(ValueError) as info:
+        client_endpoint(reactor, "tcp:host=localhost")
+    assert "invalid client endpoint 'tcp:host=localhost'" in str(info.value)
+
+
+@pytest.mark.parametrize("spec", [7878, None, object(), ["tcp:7878"]])
+def test_client_wrong_type(reactor, spec):
+    with pytest.raises(TypeError, match="client endpoint must be a string"):
+        client_endpoint(reactor, spec)
+
+
+def test_server_endpoint_is_not_a_client_endpoint(reactor):
+    with pytest.raises(TypeError):
+        client_endpoint(reactor, TCP4ServerEndpoint(reactor, 1))
+
+
+# -- server ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "port", "interface"),
+    [
+        ("tcp:7878", 7878, ""),
+        ("tcp:port=7878:interface=127.0.0.1", 7878, "127.0.0.1"),
+        ("tcp:0:interface=127.0.0.1", 0, "127.0.0.1"),
+    ],
+)
+def test_server_twisted_string(reactor, spec, port, interface):
+    endpoint = server_endpoint(reactor, spec)
+    assert isinstance(endpoint, TCP4ServerEndpoint)
+    assert _listen(reactor, endpoint) == (port, interface)
+
+
+def test_server_twisted_unix_string(reactor, tmp_path):
+    endpoint = server_endpoint(reactor, f"unix:{tmp_path / 's.sock'}")
+    assert isinstance(endpoint, UNIXServerEndpoint)
+
+
+@pytest.mark.parametrize(
+    ("uri", "cls", "port", "interface"),
+    [
+        ("tcp://0.0.0.0:7878", TCP4ServerEndpoint, 7878, "0.0.0.0"),
+        ("tcp://:7878", TCP4ServerEndpoint, 7878, ""),
+        ("tcp://127.0.0.1:0", TCP4ServerEndpoint, 0, "127.0.0.1"),
+        ("tcp://localhost:7878", TCP4ServerEndpoint, 7878, "localhost"),
+        ("tcp://[::]:7878", TCP6ServerEndpoint, 7878, "::"),
+        ("tcp://[::1]:7879/", TCP6ServerEndpoint, 7879, "::1"),
+    ],
+)
+def test_server_uri(reactor, uri, cls, port, interface):
+    endpoint = server_endpoint(reactor, uri)
+    assert isinstance(endpoint, cls)
+    assert _listen(reactor, endpoint) == (port, interface)
+
+
+def test_server_endpoint_object_returned_as_is(reactor):
+    endpoint = TCP4ServerEndpoint(reactor, 1)
+    assert server_endpoint(reactor, endpoint) is endpoint
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("foo://0.0.0.0:7878", "unsupported URI scheme 'foo'"),
+        ("tcp://0.0.0.0", "missing port"),
+        ("tcp://", "missing port"),
+        ("tcp://0.0.0.0:port", "invalid port"),
+        ("tcp://0.0.0.0:-1", "invalid port"),
+        ("tcp://0.0.0.0:7878/x", "unexpected path"),
+        ("", "empty server endpoint"),
+        ("bogus:1", "Unknown endpoint type: 'bogus'"),
+        ("tcp:abc", "expected an integer"),
+        ("tcp:", "expected an integer"),
+        ("tcp:7878:bogus=1", "unexpected keyword argument 'bogus'"),
+    ],
+)
+def test_server_errors(reactor, spec, message):
+    with pytest.raises(ValueError) as info:
+        server_endpoint(reactor, spec)
+    assert message in str(info.value)
+
+
+def test_server_wrong_type(reactor):
+    with pytest.raises(TypeError, match="server endpoint must be a string"):
+        server_endpoint(reactor, 7878)
+
+
+# -- URI helpers and the scheme table -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("tcp://localhost:1", True),
+        ("ws://h/x", True),
+        ("tcp:host=localhost:port=1", False),
+        ("tcp:7878", False),
+        ("unix:/tmp/x", False),
+    ],
+)
+def test_is_uri(spec, expected):
+    assert is_uri(spec) is expected
+
+
+def test_tcp_is_known():
+    assert "tcp" in uri_schemes()
+
+
+@pytest.fixture
+def scheme_table(monkeypatch):
+    monkeypatch.setattr(endpoints, "_SCHEMES", dict(endpoints._SCHEMES))
+
+
+def test_register_uri_scheme(reactor, scheme_table):
+    seen = []
+
+    def client(reactor, parts):
+        seen.append(("client", parts.hostname, parts.port, parts.path))
+        return TCP4ClientEndpoint(reactor, parts.hostname, parts.port)
+
+    register_uri_scheme("mem", client=client)
+    endpoint = client_endpoint(reactor, "mem://somewhere:12/p")
+    assert IStreamClientEndpoint.providedBy(endpoint)
+    assert seen == [("client", "somewhere", 12, "/p")]
+    assert "mem" in uri_schemes()
+    with pytest.raises(ValueError, match="cannot be used to listen"):
+        server_endpoint(reactor, "mem://somewhere:12")
+
+
+def test_register_server_only_scheme(reactor, scheme_table):
+    register_uri_scheme("lst", server=lambda reactor, parts: TCP4ServerEndpoint(reactor, 1))
+    assert IStreamServerEndpoint.providedBy(server_endpoint(reactor, "LST://x:1"))
+    with pytest.raises(ValueError, match="cannot be used to connect"):
+        client_endpoint(reactor, "lst://x:1")
+
+
+def test_register_bad_scheme_name(scheme_table):
+    with pytest.raises(ValueError, match="invalid URI scheme name"):
+        register_uri_scheme("1bad")

@@ -1,0 +1,142 @@
+"""Helpers of the Twisted-layer tests: a loopback harness that serves, connects and
+cleans up; a raw TCP client that speaks frames; an echo responder; frame helpers."""
+
+from __future__ import annotations
+
+from twisted.internet import defer, reactor
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol
+
+from rsocket_tx import Payload, Responder, connect, serve
+from rsocket_tx.core.frames import decode, encode
+from rsocket_tx.core.framing import FrameReader, frame_with_length
+
+#: Upper bound for anything a test waits on, so a bug shows up as a failure, not a hang.
+WAIT = 10
+
+
+def wait(d, timeout: float = WAIT) -> defer.Deferred:
+    """``d`` (a Deferred or coroutine) failing with TimeoutError if it does not fire in time."""
+    if not isinstance(d, defer.Deferred):
+        d = defer.ensureDeferred(d)
+    return d.addTimeout(timeout, reactor)
+
+
+def wire(*frames) -> bytes:
+    """Frames encoded with their 24-bit length prefix."""
+    return b"".join(frame_with_length(encode(f)) for f in frames)
+
+
+def parse(data: bytes) -> list:
+    """Decode a byte stream of length-prefixed frames."""
+    return [decode(f) for f in FrameReader().feed(data)]
+
+
+class EchoResponder(Responder):
+    """Echoes request-response; a stream of N items for data b"N"; echoes a channel."""
+
+    def request_response(self, payload):
+        return Payload(payload.data, payload.metadata)
+
+    def request_stream(self, payload):
+        n = int(payload.data or b"3")
+        return [Payload(b"%d" % i, payload.metadata) for i in range(n)]
+
+    async def request_channel(self, payload, inbound):
+        yield payload
+        async for item in inbound:
+            yield item
+
+
+class RawClient(Protocol):
+    """A frame-level TCP client with no RSocket logic: send bytes, inspect what came back."""
+
+    def __init__(self) -> None:
+        self.frames: list = []
+        self.lost = defer.Deferred()
+        self._reader = FrameReader()
+        self._waiters: list = []
+
+    def dataReceived(self, data: bytes) -> None:
+        self.frames.extend(decode(f) for f in self._reader.feed(data))
+        for pred, d in list(self._waiters):
+            match = next((f for f in self.frames if pred(f)), None)
+            if match is not None:
+                self._waiters.remove((pred, d))
+                d.callback(match)
+
+    def connectionLost(self, reason=None) -> None:
+        waiters, self._waiters = self._waiters, []
+        for _, d in waiters:
+            d.errback(AssertionError(f"connection lost; frames received: {self.frames!r}"))
+        self.lost.callback(None)
+
+    def send(self, data: bytes) -> None:
+        self.transport.write(data)
+
+    def frame(self, pred) -> defer.Deferred:
+        """Deferred firing with the first received frame satisfying ``pred``."""
+        match = next((f for f in self.frames if pred(f)), None)
+        if match is not None:
+            return defer.succeed(match)
+        d = defer.Deferred()
+        self._waiters.append((pred, d))
+        return wait(d)
+
+
+class Harness:
+    """Serve and connect on loopback; tear everything down (connections, then ports)."""
+
+    def __init__(self) -> None:
+        self._ports: list = []
+        self._lost: list = []
+        self.server_protocols: list = []
+
+    def _track(self, proto) -> None:
+        lost = defer.Deferred()
+        original = proto.connectionLost
+
+        def connectionLost(reason=None):
+            try:
+                original(reason)
+            finally:
+                lost.callback(None)
+
+        proto.connectionLost = connectionLost
+        proto.lost = lost
+        self._lost.append((proto, lost))
+
+    async def serve(self, responder_factory=EchoResponder, **kw) -> int:
+        port = await serve("tcp:0:interface=127.0.0.1", responder_factory, reactor=reactor, **kw)
+        self._ports.append(port)
+        factory = port.factory
+        build = factory.buildProtocol
+
+        def buildProtocol(addr):
+            proto = build(addr)
+            self._track(proto)
+            self.server_protocols.append(proto)
+            return proto
+
+        factory.buildProtocol = buildProtocol
+        return port.getHost().port
+
+    async def connect(self, port: int, **kw):
+        rs = await wait(connect(f"tcp://127.0.0.1:{port}", reactor=reactor, **kw))
+        self._track(rs._protocol)
+        return rs
+
+    async def raw(self, port: int) -> RawClient:
+        client = RawClient()
+        await wait(connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", port), client))
+        self._track(client)
+        return client
+
+    async def cleanup(self) -> None:
+        for proto, lost in self._lost:
+            if not lost.called and proto.transport is not None:
+                proto.transport.abortConnection()
+        for _, lost in self._lost:
+            await wait(lost)
+        for port in self._ports:
+            await port.stopListening()
