@@ -12,7 +12,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import Deferred, ensureDeferred, fail, succeed
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, fail, succeed
+from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
 from twisted.logger import Logger
@@ -149,8 +150,11 @@ class RSocketProtocol(Protocol):
         self._timer = None
         if self._conn is None:
             return
-        why = reason.getErrorMessage() if reason is not None else "the transport closed"
-        self._handle(self._conn.connection_lost(f"connection lost: {why}"))
+        if reason is None or reason.check(ConnectionDone):
+            why = "the transport closed cleanly"
+        else:
+            why = f"connection lost: {reason.getErrorMessage()}"
+        self._handle(self._conn.connection_lost(why))
         self._transport_gone = True
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
@@ -369,14 +373,10 @@ class RSocketProtocol(Protocol):
 
     def _respond_error_later(self, failure: Failure, sid: int) -> None:
         self._handlers.pop(sid, None)
-        if failure.check(E.CanceledError) and not self._conn.has_stream(sid):
-            return
-        from twisted.internet.defer import CancelledError
-        if failure.check(CancelledError):
-            return
-        if self._conn.is_open:
-            self._respond_error(failure, sid)
-            self._flush()
+        if failure.check(CancelledError) or not self._conn.is_open:
+            return  # the requester canceled (we canceled the handler), or the connection ended
+        self._respond_error(failure, sid)
+        self._flush()
 
     def _on_request_n(self, event: RequestNReceived) -> None:
         pump = self._pumps.get(event.stream_id)

@@ -241,6 +241,13 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "client:setup-payload": (True, _SPLIT_SETUP),
         "client:setup-single-write": (False, _SPLIT_SETUP),
         "client:reassemble": (True, ""),
+        "client:fragment-channel-payloads": (False, "rsocket-py interleaves the fragments of "
+                                                    "consecutive channel PAYLOADs on the wire "
+                                                    "(item 1 fragment 1, item 2 fragment 1, item 1 "
+                                                    "fragment 2, ...), so no receiver can "
+                                                    "reassemble them; a lone PAYLOAD or the "
+                                                    "REQUEST_CHANNEL is fragmented correctly "
+                                                    "(seen with frameproxy.py against rsocket_tx)"),
         "server:request-response": (True, ""),
         "server:fire-and-forget": (True, "fnf event"),
         "server:metadata-push": (True, "metadata_push event"),
@@ -282,6 +289,8 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "client:setup-payload": (True, "SETUP in one write"),
         "client:setup-single-write": (True, ""),
         "client:reassemble": (True, ""),
+        "client:fragment-channel-payloads": (True, "consecutive channel PAYLOADs are fragmented "
+                                                   "one after the other"),
         "server:request-response": (True, ""),
         "server:fire-and-forget": (True, "fnf event"),
         "server:metadata-push": (False, "rsocket-js 1.0.0-alpha.3 closes the connection (TCP "
@@ -322,6 +331,8 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "client:setup-payload": (True, "SETUP in one write"),
         "client:setup-single-write": (True, ""),
         "client:reassemble": (True, ""),
+        "client:fragment-channel-payloads": (False, "rsocket-js 0.0.27 never fragments (it "
+                                                    "only reassembles)"),
         "server:request-response": (True, "response is PAYLOAD[N|C]"),
         "server:fire-and-forget": (True, "fnf event"),
         "server:metadata-push": (True, "metadata_push event"),
