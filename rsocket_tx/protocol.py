@@ -197,9 +197,9 @@ class RSocketProtocol(Protocol):
         conn = self._conn
         if conn is None:
             return
-        data = conn.data_to_send()
-        if data:
-            self.transport.write(data)
+        chunks = conn.chunks_to_send()
+        if chunks:
+            self.transport.writeSequence(chunks)
         if not conn.is_open and self.transport is not None:
             self.transport.loseConnection()
 
@@ -324,8 +324,7 @@ class RSocketProtocol(Protocol):
             else:
                 self._respond(result, sid)
         elif kind == FrameType.REQUEST_FNF:
-            call_handler(responder.fire_and_forget, event.payload).addErrback(
-                lambda f: _log.failure("fire_and_forget handler raised", f))
+            self._call_one_way(responder.fire_and_forget, event.payload)
         elif kind == FrameType.REQUEST_STREAM:
             self._start_pump(sid, responder.request_stream, event.payload)
         else:
@@ -337,6 +336,20 @@ class RSocketProtocol(Protocol):
                 self._conn.send_request_n(sid, DEFAULT_PREFETCH)
             inbound._pump = self._start_pump(sid, responder.request_channel, event.payload,
                                              inbound)
+
+    @staticmethod
+    def _call_one_way(handler, arg) -> None:
+        """Call a fire-and-forget or metadata-push handler: nothing goes back to the peer, so
+        its errors (raised, or from its Deferred or coroutine) are logged."""
+        try:
+            result = handler(arg)
+        except Exception:  # noqa: BLE001 - logged: there is nobody to answer
+            _log.failure("{handler} raised", handler=handler.__qualname__)
+            return
+        if isinstance(result, Deferred) or inspect.iscoroutine(result):
+            d = result if isinstance(result, Deferred) else ensureDeferred(result)
+            d.addErrback(lambda f: _log.failure("{handler} failed", f,
+                                                handler=handler.__qualname__))
 
     def _start_pump(self, sid: int, handler, *args) -> OutboundPump | None:
         """Call a stream handler and start pumping what it returns (as credit allows)."""
@@ -440,8 +453,7 @@ class RSocketProtocol(Protocol):
         responder = self._responder
         if responder is None:
             return
-        call_handler(responder.metadata_push, event.metadata).addErrback(
-            lambda f: _log.failure("metadata_push handler raised", f))
+        self._call_one_way(responder.metadata_push, event.metadata)
 
     def _on_connection_closed(self, event: ConnectionClosed) -> None:
         error = event.error or E.ConnectionLostError("the connection was closed")

@@ -60,6 +60,7 @@ _REQUEST_N_HEAD = Struct(">IHI")
 _PAYLOAD = int(FrameType.PAYLOAD)
 _PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), stream id, type+flags
 _U24 = Struct(">BH")
+_NO_COPY_SIZE = 16384  # bytes of data above which a frame's header and data are queued apart
 
 RESPONSE = FrameType.REQUEST_RESPONSE
 FNF = FrameType.REQUEST_FNF
@@ -232,6 +233,14 @@ class RSocketConnection:
         self._out = []
         return b"".join(out) if len(out) > 1 else out[0]
 
+    def chunks_to_send(self) -> list[bytes]:
+        """Drain queued output for a byte-stream transport as a list of chunks whose
+        concatenation is what :meth:`data_to_send` would return (for ``writeSequence``: large
+        payloads are not copied into one buffer)."""
+        out = self._out
+        self._out = []
+        return out
+
     def frames_to_send(self) -> list[bytes]:
         """Drain queued output for a message transport: one frame per list item, no prefix."""
         out = self._out
@@ -266,7 +275,10 @@ class RSocketConnection:
             return
         if metadata is None:
             head = _PREFIXED_HEADER.pack(n >> 16, n & 0xFFFF, sid, tf)
-            self._out.append(head + fixed + data if fixed else head + data)
+            if len(data) > _NO_COPY_SIZE:
+                self._out += (head + fixed, data)  # large data is not copied
+            else:
+                self._out.append(head + fixed + data if fixed else head + data)
         else:
             mlen = len(metadata)
             self._out.append(b"".join((_PREFIXED_HEADER.pack(n >> 16, n & 0xFFFF, sid, tf), fixed,

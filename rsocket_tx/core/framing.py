@@ -63,18 +63,34 @@ class FrameReader:
         :raises FrameTooLargeError: a length prefix announces a frame larger than
             ``max_frame_size``; raised as soon as the 3 prefix bytes are seen.
         """
+        frames = []
         if self._parts:
             self._have += len(data)
             self._parts.append(data)
-            if self._have < self._need:
+            need = self._need
+            if self._have < need:
                 return []
-            buf = b"".join(self._parts)
+            parts = self._parts
             self._parts = []
+            if need:
+                # the head frame's length is known: join its pieces once, leaving out the
+                # prefix, and carry on with whatever follows it in the last piece
+                extra = self._have - need
+                last = parts[-1]
+                if extra:
+                    parts[-1] = last[:len(last) - extra]
+                    buf = last[len(last) - extra:]
+                else:
+                    buf = b""
+                parts[0] = parts[0][3:]
+                frames.append(b"".join(parts))
+                self._need = 0
+            else:
+                buf = b"".join(parts)
         else:
             buf = data
         end = len(buf)
         pos = 0
-        frames = []
         limit = self.max_frame_size
         while end - pos >= 3:
             n = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
