@@ -199,7 +199,11 @@ class RSocketProtocol(Protocol):
             return
         chunks = conn.chunks_to_send()
         if chunks:
-            self.transport.writeSequence(chunks)
+            if len(chunks) <= 4:
+                # one frame, or a large payload queued as header + data: no copy here
+                self.transport.writeSequence(chunks)
+            else:
+                self.transport.write(b"".join(chunks))  # many small frames: one C-level join
         if not conn.is_open and self.transport is not None:
             self.transport.loseConnection()
 

@@ -218,6 +218,13 @@ _PY, _JS1, _JS0 = "rsocket-py", "rsocket-js-1.0.0-alpha.3", "rsocket-js-0.0.27"
 _SPLIT_SETUP = ("rsocket-py writes SETUP in several send() calls when it has a SETUP payload "
                 "(header, metadata, data), which crashes rsocket-js 1.0.0-alpha.3 servers")
 _JS_EMPTY_METADATA = ("rsocket-js decodes M with a zero-length metadata as no metadata (null)")
+_PY_ROUND_ROBIN = ("rsocket-py sends one fragment at a time and moves the fragmenting frame to "
+                   "the back of its send queue (rsocket_base.py _get_next_frame_to_send), so the "
+                   "fragments of consecutive PAYLOADs of one stream interleave (item 1 fragment "
+                   "1, item 2 fragment 1, item 1 fragment 2, ...) and a PAYLOAD[C] can overtake "
+                   "the rest of a fragmented PAYLOAD: no receiver can reassemble them.  A lone "
+                   "fragmented payload (request-response, fire-and-forget, REQUEST_*) is fine "
+                   "(seen on the wire against rsocket_tx)")
 
 CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
     _PY: {
@@ -241,13 +248,7 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "client:setup-payload": (True, _SPLIT_SETUP),
         "client:setup-single-write": (False, _SPLIT_SETUP),
         "client:reassemble": (True, ""),
-        "client:fragment-channel-payloads": (False, "rsocket-py interleaves the fragments of "
-                                                    "consecutive channel PAYLOADs on the wire "
-                                                    "(item 1 fragment 1, item 2 fragment 1, item 1 "
-                                                    "fragment 2, ...), so no receiver can "
-                                                    "reassemble them; a lone PAYLOAD or the "
-                                                    "REQUEST_CHANNEL is fragmented correctly "
-                                                    "(seen with frameproxy.py against rsocket_tx)"),
+        "client:fragment-channel-payloads": (False, _PY_ROUND_ROBIN),
         "server:request-response": (True, ""),
         "server:fire-and-forget": (True, "fnf event"),
         "server:metadata-push": (True, "metadata_push event"),
@@ -260,11 +261,16 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "server:channel-initial-complete": (True, "C on REQUEST_CHANNEL completes the inbound "
                                                   "side"),
         "server:fragment": (True, "see client:fragment for what the size counts"),
+        "server:fragment-stream-payloads": (False, _PY_ROUND_ROBIN),
         "server:echo-metadata": (True, "request-response and channel echo metadata"),
         "server:echo-empty-metadata": (False, "rsocket-py sets M only for non-empty metadata"),
         "server:completion-flag": (True, "default: C on the last PAYLOAD"),
         "server:completion-frame": (True, "separate PAYLOAD[C]"),
         "server:reassemble": (True, ""),
+        "server:echo-empty-payload": (False, "rsocket-py answers a request-response whose "
+                                             "response is empty (data b'', no metadata) with "
+                                             "PAYLOAD[C] without N: completion without a value "
+                                             "(seen on the wire against rsocket_tx)"),
         "server:survives-split-setup": (True, ""),
         "server:setup-details": (True, "setup event has version, keepalive, lifetime, MIME "
                                        "types, lease/resume flags and the payload"),
@@ -304,11 +310,14 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "server:channel-initial-complete": (True, ""),
         "server:fragment": (False, "rsocket-js 1.0.0-alpha.3 fragments only as a requester: "
                                    "responder streams are built with fragment size 0"),
+        "server:fragment-stream-payloads": (False, "rsocket-js 1.0.0-alpha.3 fragments only as "
+                                                   "a requester"),
         "server:echo-metadata": (True, "request-response and channel echo metadata"),
         "server:echo-empty-metadata": (False, _JS_EMPTY_METADATA),
         "server:completion-flag": (True, "C on the last PAYLOAD"),
         "server:completion-frame": (True, "default: separate PAYLOAD[C]"),
         "server:reassemble": (True, ""),
+        "server:echo-empty-payload": (True, "PAYLOAD[N|C] with empty data"),
         "server:survives-split-setup": (False, "the whole server process crashes (TypeError) "
                                                "when the first TCP read of a connection holds "
                                                "less than a complete SETUP frame"),
@@ -344,6 +353,8 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
                                                    "REQUEST_CHANNEL: the echo channel never "
                                                    "completes"),
         "server:fragment": (False, "rsocket-js 0.0.27 never fragments (it only reassembles)"),
+        "server:fragment-stream-payloads": (False, "rsocket-js 0.0.27 never fragments (it "
+                                                   "only reassembles)"),
         "server:echo-metadata": (False, "rsocket-js 0.0.27 drops response metadata "
                                         "(RSocketMachine._sendStreamPayload never sets M)"),
         "server:echo-empty-metadata": (False, "rsocket-js 0.0.27 drops response metadata"),
@@ -351,6 +362,7 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
                                           "channels with a separate PAYLOAD[C]"),
         "server:completion-frame": (True, "always"),
         "server:reassemble": (True, ""),
+        "server:echo-empty-payload": (True, "PAYLOAD[N|C] with empty data"),
         "server:survives-split-setup": (True, ""),
         "server:setup-details": (False, "rsocket-js 0.0.27 hands only the SETUP payload to the "
                                         "application: setup event has data/metadata only"),
