@@ -114,19 +114,7 @@ def client_endpoint(reactor, spec) -> IStreamClientEndpoint:
         scheme, missing or invalid host or port, unexpected URI parts.
     :raises TypeError: if ``spec`` is neither a string nor a client endpoint.
     """
-    if IStreamClientEndpoint.providedBy(spec):
-        return spec
-    spec = _check_string(spec, "client")
-    reactor = _default_reactor(reactor)
-    if is_uri(spec):
-        parts, scheme = _split_uri(spec)
-        if scheme.client is None:
-            raise ValueError(f"URI scheme {parts.scheme!r} cannot be used to connect: {spec!r}")
-        return scheme.client(reactor, parts)
-    try:
-        return clientFromString(reactor, spec)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"invalid client endpoint {spec!r}: {_describe(e)}") from e
+    return _endpoint(reactor, spec, "client", IStreamClientEndpoint, clientFromString, "connect")
 
 
 def server_endpoint(reactor, spec) -> IStreamServerEndpoint:
@@ -143,19 +131,25 @@ def server_endpoint(reactor, spec) -> IStreamServerEndpoint:
         scheme, missing or invalid port, unexpected URI parts.
     :raises TypeError: if ``spec`` is neither a string nor a server endpoint.
     """
-    if IStreamServerEndpoint.providedBy(spec):
+    return _endpoint(reactor, spec, "server", IStreamServerEndpoint, serverFromString, "listen")
+
+
+def _endpoint(reactor, spec, side: str, interface, from_string, verb: str):
+    """The shared body of :func:`client_endpoint` and :func:`server_endpoint`."""
+    if interface.providedBy(spec):
         return spec
-    spec = _check_string(spec, "server")
+    spec = _check_string(spec, side)
     reactor = _default_reactor(reactor)
     if is_uri(spec):
         parts, scheme = _split_uri(spec)
-        if scheme.server is None:
-            raise ValueError(f"URI scheme {parts.scheme!r} cannot be used to listen: {spec!r}")
-        return scheme.server(reactor, parts)
+        make = getattr(scheme, side)
+        if make is None:
+            raise ValueError(f"URI scheme {parts.scheme!r} cannot be used to {verb}: {spec!r}")
+        return make(reactor, parts)
     try:
-        return serverFromString(reactor, spec)
+        return from_string(reactor, spec)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"invalid server endpoint {spec!r}: {_describe(e)}") from e
+        raise ValueError(f"invalid {side} endpoint {spec!r}: {_describe(e)}") from e
 
 
 def _check_string(spec, side: str) -> str:
