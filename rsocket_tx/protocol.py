@@ -417,12 +417,11 @@ class RSocketProtocol(Protocol):
 
     def _on_payload(self, event: PayloadReceived) -> None:
         sid = event.stream_id
-        d = self._responses.pop(sid, None)
-        if d is not None:
-            d.callback(event.payload)
-            return
         stream = self._inbound.get(sid)
         if stream is None:
+            d = self._responses.pop(sid, None)
+            if d is not None:
+                d.callback(event.payload)
             return
         if event.payload is not None:
             stream._on_next(event.payload)

@@ -76,7 +76,7 @@ class RequestStream:
         self._protocol = protocol
         self.stream_id = stream_id
         self._prefetch = prefetch
-        self._limit = max(1, (prefetch * 3) // 4)
+        self._limit = max(1, prefetch // 2)
         self._consumed = 0
         self._queue: deque[Payload] = deque()
         self._waiter: Deferred | None = None
@@ -94,9 +94,16 @@ class RequestStream:
         return self
 
     async def __anext__(self) -> Payload:
-        if self._queue:
-            item = self._queue.popleft()
-            self._consume(1)
+        queue = self._queue
+        if queue:
+            item = queue.popleft()
+            if self._open:
+                consumed = self._consumed + 1
+                if consumed >= self._limit:
+                    self._consumed = 0
+                    self._protocol._request_n(self.stream_id, consumed)
+                else:
+                    self._consumed = consumed
             return item
         if self._done:
             if self._error is not None:

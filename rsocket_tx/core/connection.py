@@ -60,6 +60,7 @@ _REQUEST_N_HEAD = Struct(">IHI")
 _PAYLOAD = int(FrameType.PAYLOAD)
 _PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), stream id, type+flags
 _U24 = Struct(">BH")
+_FCN = FLAG_FOLLOWS | FLAG_COMPLETE | FLAG_NEXT
 _NO_COPY_SIZE = 16384  # bytes of data above which a frame's header and data are queued apart
 
 RESPONSE = FrameType.REQUEST_RESPONSE
@@ -308,6 +309,8 @@ class RSocketConnection:
         if frames:
             self._mark_alive(now)
         fast = self._frame_logger is None
+        streams = self._streams
+        append = events.append
         for buf in frames:
             # fast path for the frequent frames (PAYLOAD and the four requests) on an open
             # connection: parsed here with no frame object; anything unusual or malformed takes
@@ -316,6 +319,17 @@ class RSocketConnection:
                 sid, tf = _HEADER.unpack_from(buf, 0)
                 ft = tf >> 10
                 if ft == _PAYLOAD and sid <= MAX_U31:
+                    if tf & _FCN == FLAG_NEXT:
+                        # the commonest frame: one whole item in the middle of a stream
+                        s = streams.get(sid)
+                        if s is not None and s.recv_open and s.reassembly is None and \
+                                s.kind != RESPONSE:
+                            parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
+                            if parts is not None:
+                                if s.requester:
+                                    self._setup_confirmed = True
+                                append(PayloadReceived(sid, Payload(parts[0], parts[1]), False))
+                                continue
                     parts = _split(buf, 6, tf)
                     if parts is not None:
                         self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
