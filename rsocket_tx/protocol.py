@@ -574,7 +574,9 @@ class RSocketProtocol(Protocol):
     def _request_n(self, sid: int, n: int) -> None:
         if self._conn.is_open:
             self._conn.send_request_n(sid, n)
-            self._flush()
+            # written at once, even in the middle of handling a read: the responder refills the
+            # window while we consume the rest of what arrived
+            self._flush(force=True)
 
     def close(self, error: E.RSocketError | None = None) -> Deferred:
         """Close the connection (after writing ``error`` as ERROR on stream 0, if given).
