@@ -100,7 +100,7 @@ class RSocket:
         """Request-stream (spec §Request Stream).
 
         :param prefetch: items requested up front (REQUEST_STREAM's initial request-n); more
-            are requested as three quarters of the window is consumed.
+            are requested each time half of the window has been consumed.
         :returns: a :class:`~rsocket_tx.streams.RequestStream`: ``async for``, ``collect()``,
             ``cancel()``.
         """

@@ -56,9 +56,10 @@ def to_rsocket_error(failure_or_exc) -> RSocketError:
 class RequestStream:
     """An inbound stream of :class:`Payload`: ``async for payload in stream``.
 
-    Flow control: ``prefetch`` items are requested when the stream opens; each time three
-    quarters of that window has been consumed by the application, a REQUEST_N for the consumed
-    count is sent, so at most ``prefetch`` items are ever buffered here.
+    Flow control: ``prefetch`` items are requested when the stream opens; each time half of
+    that window has been consumed by the application, a REQUEST_N for the consumed count is
+    written at once (the responder refills while the rest is consumed), so at most
+    ``prefetch`` items are ever buffered here.
 
     Iteration raises the typed :class:`~rsocket_tx.core.errors.RSocketError` the peer sent
     (e.g. :class:`~rsocket_tx.core.errors.ApplicationError`), or
