@@ -68,6 +68,17 @@ def call_handler(fn, *args) -> Deferred:
     return succeed(result)
 
 
+def _as_deferred(result) -> Deferred | None:
+    """The Deferred a handler returned (a coroutine is wrapped), or None for a plain value."""
+    if result is None or result.__class__ is Payload:
+        return None
+    if isinstance(result, Deferred):
+        return result
+    if inspect.iscoroutine(result):
+        return ensureDeferred(result)
+    return None
+
+
 @implementer(IPushProducer)
 class RSocketProtocol(Protocol):
     """One RSocket connection over one Twisted stream transport (TCP, TLS, ...).
@@ -101,6 +112,7 @@ class RSocketProtocol(Protocol):
         self._paused = False
         self._dispatching = False
         self._timer = None
+        self._flush_call = None  # a pending _flush_soon
         self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
         self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
@@ -112,6 +124,12 @@ class RSocketProtocol(Protocol):
         self._transport_gone = False
         self._closed_waiters: list[Deferred] = []
         self.close_reason: E.RSocketError | None = None
+        self._serve = {
+            FrameType.REQUEST_RESPONSE: self._serve_response,
+            FrameType.REQUEST_FNF: self._serve_fnf,
+            FrameType.REQUEST_STREAM: self._serve_stream,
+            FrameType.REQUEST_CHANNEL: self._serve_channel,
+        }
         self._event_handlers = {
             PayloadReceived: self._on_payload,
             RequestReceived: self._on_request,
@@ -145,9 +163,10 @@ class RSocketProtocol(Protocol):
         self._flush()
 
     def connectionLost(self, reason=None) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None
+        for call in (self._timer, self._flush_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._timer = self._flush_call = None
         if self._conn is None:
             return
         if reason is None or reason.check(ConnectionDone):
@@ -206,6 +225,22 @@ class RSocketProtocol(Protocol):
                 self.transport.write(b"".join(chunks))  # many small frames: one C-level join
         if not conn.is_open and self.transport is not None:
             self.transport.loseConnection()
+
+    def _flush_soon(self) -> None:
+        """Write what the core queued at the end of this reactor turn.
+
+        Requests made by application code (outside a read) are coalesced: a burst of
+        fire-and-forgets or requests issued in one turn goes out in one ``transport.write``.
+        No latency is added: a transport writes to its socket only when the reactor next polls,
+        and this delayed call runs before that poll.
+        """
+        if self._dispatching or self._flush_call is not None:
+            return  # the end of the read being handled, or the pending call, writes it
+        self._flush_call = self._reactor.callLater(0, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._flush_call = None
+        self._flush()
 
     # ------------------------------------------------------------------ time
 
@@ -309,37 +344,40 @@ class RSocketProtocol(Protocol):
 
     def _on_request(self, event: RequestReceived) -> None:
         responder = self._responder
-        sid = event.stream_id
-        kind = event.frame_type
         if responder is None:  # a client without a responder
             responder = self._responder = Responder()
             responder.rsocket = self.rsocket
-        if kind == FrameType.REQUEST_RESPONSE:
-            try:
-                result = responder.request_response(event.payload)
-            except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
-                self._conn.send_error(sid, to_rsocket_error(exc))
-                return
-            if isinstance(result, Deferred) or inspect.iscoroutine(result):
-                d = result if isinstance(result, Deferred) else ensureDeferred(result)
-                self._handlers[sid] = d
-                d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None,
-                               (sid,))
-            else:
-                self._respond(result, sid)
-        elif kind == FrameType.REQUEST_FNF:
-            self._call_one_way(responder.fire_and_forget, event.payload)
-        elif kind == FrameType.REQUEST_STREAM:
-            self._start_pump(sid, responder.request_stream, event.payload)
+        self._serve[event.frame_type](responder, event)
+
+    def _serve_response(self, responder: Responder, event: RequestReceived) -> None:
+        sid = event.stream_id
+        try:
+            result = responder.request_response(event.payload)
+        except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+            self._conn.send_error(sid, to_rsocket_error(exc))
+            return
+        d = _as_deferred(result)
+        if d is None:
+            self._respond(result, sid)
         else:
-            inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
-            if event.complete:
-                inbound._on_complete()
-            else:
-                self._inbound[sid] = inbound
-                self._conn.send_request_n(sid, DEFAULT_PREFETCH)
-            inbound._pump = self._start_pump(sid, responder.request_channel, event.payload,
-                                             inbound)
+            self._handlers[sid] = d
+            d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None, (sid,))
+
+    def _serve_fnf(self, responder: Responder, event: RequestReceived) -> None:
+        self._call_one_way(responder.fire_and_forget, event.payload)
+
+    def _serve_stream(self, responder: Responder, event: RequestReceived) -> None:
+        self._start_pump(event.stream_id, responder.request_stream, event.payload)
+
+    def _serve_channel(self, responder: Responder, event: RequestReceived) -> None:
+        sid = event.stream_id
+        inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
+        if event.complete:
+            inbound._on_complete()
+        else:
+            self._inbound[sid] = inbound
+            self._conn.send_request_n(sid, DEFAULT_PREFETCH)
+        inbound._pump = self._start_pump(sid, responder.request_channel, event.payload, inbound)
 
     @staticmethod
     def _call_one_way(handler, arg) -> None:
@@ -350,8 +388,8 @@ class RSocketProtocol(Protocol):
         except Exception:  # noqa: BLE001 - logged: there is nobody to answer
             _log.failure("{handler} raised", handler=handler.__qualname__)
             return
-        if isinstance(result, Deferred) or inspect.iscoroutine(result):
-            d = result if isinstance(result, Deferred) else ensureDeferred(result)
+        d = _as_deferred(result)
+        if d is not None:
             d.addErrback(lambda f: _log.failure("{handler} failed", f,
                                                 handler=handler.__qualname__))
 
@@ -519,26 +557,26 @@ class RSocketProtocol(Protocol):
         sid = self._conn.request_response(payload)
         d = Deferred(lambda _: self._cancel_stream(sid))
         self._responses[sid] = d
-        self._flush()
+        self._flush_soon()
         return d
 
     def fire_and_forget(self, payload: Payload) -> Deferred:
         self._check_open()
         self._conn.fire_and_forget(payload)
-        self._flush()
+        self._flush_soon()
         return succeed(None)
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         self._check_open()
         self._conn.metadata_push(metadata)
-        self._flush()
+        self._flush_soon()
         return succeed(None)
 
     def request_stream(self, payload: Payload, prefetch: int) -> RequestStream:
         self._check_open()
         sid = self._conn.request_stream(payload, prefetch)
         stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
-        self._flush()
+        self._flush_soon()
         return stream
 
     def request_channel(self, payload: Payload, outbound, prefetch: int,
@@ -552,7 +590,7 @@ class RSocketProtocol(Protocol):
             if not pump._stopped:
                 self._pumps[sid] = pump
             stream._pump = pump
-        self._flush()
+        self._flush_soon()
         return stream
 
     def _cancel_stream(self, sid: int) -> None:

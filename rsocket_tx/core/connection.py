@@ -726,14 +726,12 @@ class RSocketConnection:
 
     def _open_responder_stream(self, sid: int, kind: int, payload: Payload, n: int,
                                complete: bool, events: list[Event]) -> None:
-        if kind == FNF:
-            self._streams.pop(sid, None)
-        else:
+        if kind != FNF:  # a fire-and-forget has no stream state
             send_open, recv_open, needs_credit = _STREAM_TABLE[kind, False]
             if kind == CHANNEL and complete:
                 recv_open = False
             self._streams[sid] = _Stream(kind, False, send_open, recv_open,
-                                         min(n, MAX_U31) if needs_credit else None)
+                                         n if needs_credit else None)
         events.append(RequestReceived(sid, kind, payload, n, complete))
 
     def _on_request_n(self, f, events: list[Event]) -> None:
