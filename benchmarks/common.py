@@ -142,3 +142,17 @@ def child_main(server, client, argv: list[str] | None = None) -> None:
     else:
         sys.stderr.write("usage: server | client PORT SPEC_JSON\n")
         sys.exit(2)
+
+
+def run_twisted_client(run, port: int, spec: Spec) -> None:
+    """Run ``await run(reactor, port, spec)`` under ``task.react``; report a failure as the
+    child's result instead of crashing the harness."""
+    from twisted.internet import defer, task
+
+    async def main(reactor) -> None:
+        try:
+            await run(reactor, port, spec)
+        except Exception as exc:  # report, never crash the harness
+            emit_result(error=describe(exc))
+
+    task.react(lambda reactor: defer.ensureDeferred(main(reactor)))

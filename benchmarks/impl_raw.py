@@ -36,9 +36,9 @@ from benchmarks.common import (
     Spec,
     announce_port,
     child_main,
-    describe,
     emit_result,
     parse_stream_request,
+    run_twisted_client,
     stream_request,
 )
 
@@ -343,15 +343,7 @@ async def _client(reactor, port: int, spec: Spec) -> None:
 
 
 def client(port: int, spec: Spec) -> None:
-    from twisted.internet import defer, task
-
-    async def main(reactor) -> None:
-        try:
-            await _client(reactor, port, spec)
-        except Exception as exc:  # report, never crash the harness
-            emit_result(error=describe(exc))
-
-    task.react(lambda reactor: defer.ensureDeferred(main(reactor)))
+    run_twisted_client(_client, port, spec)
 
 
 if __name__ == "__main__":

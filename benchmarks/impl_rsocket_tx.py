@@ -30,6 +30,7 @@ from benchmarks.common import (
     describe,
     emit_result,
     parse_stream_request,
+    run_twisted_client,
     stream_request,
 )
 
@@ -180,15 +181,7 @@ async def _client(reactor, port: int, spec: Spec) -> None:
 
 
 def client(port: int, spec: Spec) -> None:
-    from twisted.internet import defer, task
-
-    async def main(reactor) -> None:
-        try:
-            await _client(reactor, port, spec)
-        except Exception as exc:  # report, never crash the harness
-            emit_result(error=describe(exc))
-
-    task.react(lambda reactor: defer.ensureDeferred(main(reactor)))
+    run_twisted_client(_client, port, spec)
 
 
 if __name__ == "__main__":
