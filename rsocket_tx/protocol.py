@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, fail, succeed
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, succeed
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
@@ -50,22 +50,6 @@ from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_e
 __all__ = ["RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
 
 _log = Logger()
-
-
-def call_handler(fn, *args) -> Deferred:
-    """Call an application handler; return a Deferred of its result.
-
-    The handler may return a value, a Deferred, or a coroutine; exceptions become failures.
-    """
-    try:
-        result = fn(*args)
-    except Exception:  # noqa: BLE001 - a handler's exception is sent to the peer
-        return fail(Failure())
-    if isinstance(result, Deferred):
-        return result
-    if inspect.iscoroutine(result):
-        return ensureDeferred(result)
-    return succeed(result)
 
 
 def _as_deferred(result) -> Deferred | None:
@@ -306,12 +290,14 @@ class RSocketProtocol(Protocol):
             _log.failure("the responder factory raised")
             self._reject_setup(E.RejectedSetupError(f"server error: {exc}"))
             return
-        d = call_handler(responder.accept_setup, info)
-        if d.called:
-            d.addCallbacks(lambda _: None, self._setup_rejected)
+        try:
+            d = _as_deferred(responder.accept_setup(info))
+        except Exception:  # noqa: BLE001 - a rejection (or a bug): answered with an ERROR
+            self._setup_rejected(Failure())
             return
-        self._held = []
-        d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
+        if d is not None:  # decided later: hold the connection's other events until then
+            self._held = []
+            d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
 
     def _setup_rejected(self, failure: Failure) -> None:
         exc = failure.value

@@ -610,11 +610,11 @@ class RSocketConnection:
 
     # ---------------------------------------------------------------------------- setup
 
-    def accept_setup(self) -> None:
-        """Server: nothing to do; SETUP counts as accepted until :meth:`reject_setup`."""
-
     def reject_setup(self, error: E.SetupError) -> list[Event]:
-        """Server: answer the SETUP with ``error`` (REJECTED_SETUP etc.) and close."""
+        """Server: answer the SETUP with ``error`` (REJECTED_SETUP etc.) and close.
+
+        A SETUP counts as accepted from :class:`SetupReceived` on, until this is called.
+        """
         return self._close_with(error, False)
 
     def close(self, error: E.RSocketError | None = None) -> list[Event]:
