@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, succeed
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
@@ -97,6 +97,7 @@ class RSocketProtocol(Protocol):
         self._dispatching = False
         self._timer = None
         self._flush_call = None  # a pending _flush_soon
+        self._written: list[Deferred] = []  # fire-and-forget / metadata-push Deferreds
         self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
         self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
@@ -151,14 +152,13 @@ class RSocketProtocol(Protocol):
             if call is not None and call.active():
                 call.cancel()
         self._timer = self._flush_call = None
-        if self._conn is None:
-            return
-        if reason is None or reason.check(ConnectionDone):
-            why = "the transport closed cleanly"
-        else:
-            why = f"connection lost: {reason.getErrorMessage()}"
-        self._handle(self._conn.connection_lost(why))
         self._transport_gone = True
+        if self._conn is not None:
+            if reason is None or reason.check(ConnectionDone):
+                why = "the transport closed cleanly"
+            else:
+                why = f"connection lost: {reason.getErrorMessage()}"
+            self._handle(self._conn.connection_lost(why))
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
             d.callback(None)
@@ -207,6 +207,8 @@ class RSocketProtocol(Protocol):
                 self.transport.writeSequence(chunks)
             else:
                 self.transport.write(b"".join(chunks))  # many small frames: one C-level join
+        if self._written:
+            self._fire_written()
         if not conn.is_open and self.transport is not None:
             self.transport.loseConnection()
 
@@ -510,7 +512,12 @@ class RSocketProtocol(Protocol):
             data = self._conn.data_to_send()
             if data:
                 self.transport.write(data)
+            self._fire_written()
             self.transport.loseConnection()
+        else:
+            written, self._written = self._written, []
+            for d in written:
+                d.errback(error)
 
     # ------------------------------------------------------------------ pump callbacks
 
@@ -549,14 +556,24 @@ class RSocketProtocol(Protocol):
     def fire_and_forget(self, payload: Payload) -> Deferred:
         self._check_open()
         self._conn.fire_and_forget(payload)
-        self._flush_soon()
-        return succeed(None)
+        return self._when_written()
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         self._check_open()
         self._conn.metadata_push(metadata)
+        return self._when_written()
+
+    def _when_written(self) -> Deferred:
+        """A Deferred that fires once what is queued now has been handed to the transport."""
+        d = Deferred()
+        self._written.append(d)
         self._flush_soon()
-        return succeed(None)
+        return d
+
+    def _fire_written(self) -> None:
+        written, self._written = self._written, []
+        for d in written:
+            d.callback(None)
 
     def request_stream(self, payload: Payload, prefetch: int) -> RequestStream:
         self._check_open()

@@ -79,7 +79,9 @@ class RSocket:
     def fire_and_forget(self, payload: Payload) -> Deferred:
         """Fire-and-forget (spec §Request Fire-n-Forget).
 
-        :returns: Deferred firing with None once the frame is handed to the transport.
+        :returns: Deferred firing with None once the frame is handed to the transport (at the
+            end of the current reactor turn: requests made in one turn share one write), or
+            failing with ConnectionLostError if the connection is lost before that.
         """
         _check_payload(payload)
         return self._protocol.fire_and_forget(payload)
@@ -88,7 +90,9 @@ class RSocket:
         """METADATA_PUSH on stream 0 (spec §METADATA_PUSH Frame).
 
         :param metadata: bytes; must fit one frame (it cannot be fragmented).
-        :returns: Deferred firing with None once the frame is handed to the transport.
+        :returns: Deferred firing with None once the frame is handed to the transport (at the
+            end of the current reactor turn: requests made in one turn share one write), or
+            failing with ConnectionLostError if the connection is lost before that.
         :raises TypeError: ``metadata`` is not bytes. :raises ValueError: too large.
         """
         if not isinstance(metadata, bytes):

@@ -433,3 +433,47 @@ async def test_tcp_write_buffer_pauses_the_source_until_drained(harness):
     assert state["paused_at"][0] < n, "the pump pulled everything before the transport paused"
     assert state["resumes"] >= 1
     assert state["pulled_while_paused"] == 0
+
+
+# --------------------------------------------------------------------- coalesced writes
+
+
+def test_requests_made_in_one_turn_share_one_write_and_fnf_fires_when_written():
+    proto, transport, clock = client()
+    take(transport)
+    writes = transport.writes
+    fired = [proto.rsocket.fire_and_forget(Payload(b"%d" % i)) for i in range(50)]
+    pushed = proto.rsocket.metadata_push(b"m")
+    response = proto.rsocket.request_response(Payload(b"q"))
+    # nothing is handed to the transport before the end of the reactor turn
+    assert transport.writes == writes and transport.value() == b""
+    assert not any(d.called for d in fired) and not pushed.called
+    clock.advance(0)
+    assert transport.writes == writes + 1
+    frames = take(transport)
+    assert [f.frame_type for f in frames] == (
+        [FrameType.REQUEST_FNF] * 50 + [FrameType.METADATA_PUSH, FrameType.REQUEST_RESPONSE])
+    assert [f.data for f in frames[:50]] == [b"%d" % i for i in range(50)]
+    assert all(d.called for d in fired) and pushed.called
+    assert not response.called
+
+
+def test_fnf_not_yet_written_fails_when_the_transport_is_lost():
+    proto, transport, clock = client()
+    take(transport)
+    d = proto.rsocket.fire_and_forget(Payload(b"late"))
+    failures = []
+    d.addErrback(failures.append)
+    proto.connectionLost(Failure(ConnectionDone()))
+    assert [f.type for f in failures] == [ConnectionLostError]
+    assert clock.getDelayedCalls() == []
+
+
+def test_fnf_then_close_writes_the_frame_before_closing():
+    proto, transport, clock = client()
+    take(transport)
+    d = proto.rsocket.fire_and_forget(Payload(b"last"))
+    proto.rsocket.close()
+    assert d.called  # handed over before the close
+    assert [f.data for f in take(transport)] == [b"last"]
+    assert transport.disconnecting
