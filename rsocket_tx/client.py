@@ -12,7 +12,7 @@ from .core.config import (
     DEFAULT_MAX_REASSEMBLED_SIZE,
     ConnectionConfig,
 )
-from .core.frames import SetupFrame
+from .core.frames import SetupFrame, encode
 from .core.framing import MAX_FRAME_LENGTH
 from .core.payload import Payload
 from .endpoints import client_endpoint
@@ -29,8 +29,8 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
                max_lifetime: int = DEFAULT_MAX_LIFETIME) -> SetupFrame:
     """Build the SETUP frame a client sends (version 1.0; spec §SETUP Frame).
 
-    :raises ValueError: a MIME type is not ASCII or longer than 255 bytes, or a time is out of
-        [1, 2^31-1] ms.
+    :raises ValueError: a MIME type is not ASCII or longer than 255 bytes, a time is out of
+        [1, 2^31-1] ms, or the SETUP would not fit one frame (16,777,215 bytes).
     """
     ConnectionConfig(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime)
     mimes = []
@@ -46,9 +46,14 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
     if setup_payload is not None and not isinstance(setup_payload, Payload):
         raise TypeError(f"setup_payload must be a Payload, got {type(setup_payload).__name__}")
     payload = setup_payload or Payload()
-    return SetupFrame(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
-                      data_mime_type=mimes[0], metadata_mime_type=mimes[1],
-                      data=payload.data, metadata=payload.metadata)
+    setup = SetupFrame(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
+                       data_mime_type=mimes[0], metadata_mime_type=mimes[1],
+                       data=payload.data, metadata=payload.metadata)
+    size = len(encode(setup))
+    if size > MAX_FRAME_LENGTH:
+        raise ValueError(f"the SETUP frame would be {size} bytes; a SETUP cannot be fragmented "
+                         f"and must fit {MAX_FRAME_LENGTH} bytes: use a smaller setup payload")
+    return setup
 
 
 def connect(endpoint, *, reactor=None, responder: Responder | None = None,

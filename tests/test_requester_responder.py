@@ -1056,3 +1056,10 @@ async def test_client_rsocket_setup_describes_its_setup(harness, with_responder)
     assert rs.setup.data_mime_type == "application/json"
     assert (rs.setup.keepalive_interval, rs.setup.max_lifetime) == (1234, 56789)
     assert rs.setup.payload == Payload(b"hello", b"auth")
+
+
+def test_setup_payload_too_large_for_one_frame_is_refused_with_a_clear_error():
+    from rsocket_tx.client import make_setup
+
+    with pytest.raises(ValueError, match="SETUP cannot be fragmented"):
+        make_setup(setup_payload=Payload(b"x" * 16_777_216))

@@ -633,8 +633,11 @@ class RSocketConnection:
         return self._close_with(error, False)
 
     def _error_bytes(self, stream_id: int, code: int, message: str) -> bytes:
-        return encode(ErrorFrame(stream_id=stream_id, error_code=code,
-                                 data=message.encode("utf-8", "replace")))
+        data = message.encode("utf-8", "replace")
+        room = self._limit - 10  # an ERROR frame cannot be fragmented: cut a long message
+        if len(data) > room:
+            data = data[:room - 3].decode("utf-8", "ignore").encode("utf-8") + b"..."
+        return encode(ErrorFrame(stream_id=stream_id, error_code=code, data=data))
 
     def _fail_connection(self, exc: E.RSocketError) -> list[Event]:
         return self._close_with(E.ConnectionError(str(exc.message)), True, report=exc)

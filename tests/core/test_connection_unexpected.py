@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 
 from rsocket_tx.core import frames as F
-from rsocket_tx.core.errors import ConnectionError, ErrorCode, LocalProtocolError
+from rsocket_tx.core.errors import (
+    ApplicationError,
+    ConnectionError,
+    ErrorCode,
+    LocalProtocolError,
+)
 from rsocket_tx.core.events import (
     ConnectionClosed,
     PayloadReceived,
@@ -25,6 +30,7 @@ from rsocket_tx.core.frames import (
     FLAG_NEXT,
     FrameType,
 )
+from rsocket_tx.core.framing import FrameReader
 from rsocket_tx.core.payload import Payload
 
 from .conn_helpers import (
@@ -467,3 +473,16 @@ def test_flags_used_in_tests_are_the_spec_values() -> None:
     # guards the hand-built frames of this module
     assert (FLAG_IGNORE, FLAG_METADATA, FLAG_FOLLOWS, FLAG_COMPLETE, FLAG_NEXT) == (
         0x200, 0x100, 0x80, 0x40, 0x20)
+
+
+def test_error_message_longer_than_a_frame_is_cut_to_fit() -> None:
+    # an ERROR frame cannot be fragmented: a huge application message is shortened, never
+    # turned into a frame the 24-bit length cannot describe
+    pair = Pair(server_config={"fragment_size": 256})
+    sid = pair.client.request_response(Payload(b"q"))
+    pair.to_server()
+    pair.server.send_error(sid, ApplicationError("x" * 10_000))
+    (frame,) = FrameReader().feed(pair.server.data_to_send())
+    assert len(frame) <= 256
+    decoded = F.decode(frame)
+    assert decoded.data.endswith(b"...") and decoded.data.startswith(b"xxx")
