@@ -98,13 +98,7 @@ class RequestStream:
         queue = self._queue
         if queue:
             item = queue.popleft()
-            if self._open:
-                consumed = self._consumed + 1
-                if consumed >= self._limit:
-                    self._consumed = 0
-                    self._protocol._request_n(self.stream_id, consumed)
-                else:
-                    self._consumed = consumed
+            self._consume(1)
             return item
         if self._done:
             if self._error is not None:

@@ -785,7 +785,6 @@ class RSocketConnection:
             if r is None:
                 s.reassembly = r = Reassembly(FrameType.PAYLOAD, 0,
                                               self.config.max_reassembled_size)
-                r.next = next_
             try:
                 r.add(data, metadata)
             except E.PayloadTooLargeError as exc:

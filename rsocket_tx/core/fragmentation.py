@@ -91,14 +91,13 @@ class Reassembly:
     :ivar complete: C flag seen on the first fragment (REQUEST_CHANNEL) or the last.
     """
 
-    __slots__ = ("frame_type", "initial_request_n", "complete", "next", "_data", "_meta",
+    __slots__ = ("frame_type", "initial_request_n", "complete", "_data", "_meta",
                  "_size", "_limit")
 
     def __init__(self, frame_type: int, initial_request_n: int, limit: int) -> None:
         self.frame_type = frame_type
         self.initial_request_n = initial_request_n
         self.complete = False
-        self.next = False
         self._data: list[bytes] = []
         self._meta: list[bytes] | None = None
         self._size = 0
