@@ -2,7 +2,9 @@
 
 A sans-IO protocol core (:mod:`rsocket_tx.core`) under a Twisted layer: :func:`connect` and
 :func:`serve` over any stream endpoint, Deferred-based requesters (:class:`RSocket`), and
-:class:`Responder` for applications to subclass.
+:class:`Responder` for applications to subclass, routed with :class:`route`. The metadata
+extensions (composite metadata, routing, authentication, MIME types, tracing) are in
+:mod:`rsocket_tx.extensions`, data codecs in :mod:`rsocket_tx.codecs`.
 """
 
 from .client import connect
@@ -28,8 +30,9 @@ from .core.payload import Payload
 from .protocol import RSocketClientFactory, RSocketProtocol, RSocketServerFactory
 from .requester import RSocket
 from .responder import Responder, SetupInfo
+from .routing import Request, route
 from .server import serve
-from .streams import RequestStream
+from .streams import DecodedStream, RequestStream
 
 __version__ = "0.1.0"
 
@@ -39,6 +42,7 @@ __all__ = [
     "ConnectionCloseError",
     "ConnectionError",
     "ConnectionLostError",
+    "DecodedStream",
     "ErrorCode",
     "InvalidError",
     "InvalidSetupError",
@@ -54,10 +58,12 @@ __all__ = [
     "RejectedError",
     "RejectedResumeError",
     "RejectedSetupError",
+    "Request",
     "RequestStream",
     "Responder",
     "SetupInfo",
     "UnsupportedSetupError",
     "connect",
+    "route",
     "serve",
 ]

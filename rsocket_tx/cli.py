@@ -10,6 +10,12 @@ Examples::
     echo -e "a\\nb" | rsocket-tx channel tcp://localhost:7878
     rsocket-tx fnf tcp://localhost:7878 -d "log me"
     rsocket-tx metadata-push tcp://localhost:7878 -m "tenant=blue"
+    rsocket-tx request tcp://localhost:7878 --route orders.7 --auth-simple alice:secret \\
+        --data-mime application/json -d '{"qty": 2}'
+
+``--route``, ``--auth-simple``/``--auth-bearer`` and a per-stream ``--data-mime`` are sent as
+entries of composite metadata (``message/x.rsocket.composite-metadata.v0``, the SETUP metadata
+MIME type they select by default), after which ``--metadata`` may add entries of its own.
 
 Values of ``--data``, ``--metadata``, ``--setup-data`` and ``--setup-metadata``: ``TEXT`` (the
 literal, UTF-8), ``@FILE`` (the file's bytes), ``-`` (all of standard input), ``@@TEXT`` (the
@@ -52,6 +58,7 @@ from twisted.logger import (
 from .core.errors import ConnectionLostError, RSocketError
 from .core.payload import Payload
 from .endpoints import client_endpoint
+from .extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth, build_metadata
 from .tap import (
     DEBUG_HELP,
     DEFAULT_LISTEN,
@@ -146,17 +153,41 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
     elif command == "channel":
         metadata_help = f"metadata of the first payload: {_SOURCE_HELP}; default: none"
     p.add_argument("--metadata", "-m", metavar="METADATA", help=metadata_help)
+    if command != "metadata-push":
+        p.add_argument(
+            "--route", "-r", metavar="ROUTE",
+            help="the request's route (a routing tag in composite metadata)",
+        )
+        p.add_argument(
+            "--auth-simple", metavar="USER:PASSWORD",
+            help="simple (username and password) credentials in the request metadata",
+        )
+        p.add_argument(
+            "--auth-bearer", metavar="TOKEN",
+            help="bearer token credentials in the request metadata",
+        )
+        p.add_argument(
+            "--setup-auth", action="store_true",
+            help="send the --auth-* credentials in the SETUP metadata instead (they then hold"
+            " for the whole connection)",
+        )
     p.add_argument(
         "--data-mime",
-        default=DEFAULT_MIME,
         metavar="MIME",
-        help=f"SETUP data MIME type ({DEFAULT_MIME})",
+        help=f"the request data's MIME type; also the SETUP data MIME type unless"
+        f" --setup-data-mime differs, in which case it is sent as per-stream MIME metadata"
+        f" (default {DEFAULT_MIME})",
+    )
+    p.add_argument(
+        "--setup-data-mime",
+        metavar="MIME",
+        help="SETUP data MIME type (default: --data-mime, else application/octet-stream)",
     )
     p.add_argument(
         "--metadata-mime",
-        default=DEFAULT_MIME,
         metavar="MIME",
-        help=f"SETUP metadata MIME type ({DEFAULT_MIME})",
+        help=f"SETUP metadata MIME type (default: {COMPOSITE_METADATA} when --route, --auth-*"
+        f" or a per-stream --data-mime is given, else {DEFAULT_MIME})",
     )
     p.add_argument("--setup-data", metavar="DATA", help=f"SETUP payload data: {_SOURCE_HELP}")
     p.add_argument(
@@ -325,9 +356,7 @@ def _validate_client(args: argparse.Namespace) -> None:
         if not timeout > 0 or timeout == float("inf"):
             raise SettingsError(f"--timeout: must be a positive number of seconds, got {timeout}")
         args.timeout = timeout
-    for option, mime in (("--data-mime", args.data_mime), ("--metadata-mime", args.metadata_mime)):
-        if not mime.isascii() or not 0 < len(mime) <= 255:
-            raise SettingsError(f"{option}: expected 1 to 255 ASCII characters, got {mime!r}")
+    _validate_extensions(args)
     if args.command == "channel" and args.data is None:
         args.data = "-"
     if args.command == "metadata-push" and args.metadata is None:
@@ -340,6 +369,53 @@ def _validate_client(args: argparse.Namespace) -> None:
     if len(stdin_users) > 1:
         shown = ", ".join("--" + n.replace("_", "-") for n in stdin_users)
         raise SettingsError(f"only one option can read standard input, got '-' for {shown}")
+
+
+def _validate_extensions(args: argparse.Namespace) -> None:
+    """Resolve the MIME types and the metadata-extension options of a client command."""
+    for option, mime in (("--data-mime", args.data_mime),
+                         ("--setup-data-mime", args.setup_data_mime),
+                         ("--metadata-mime", args.metadata_mime)):
+        if mime is not None and (not mime.isascii() or not 0 < len(mime) <= 255):
+            raise SettingsError(f"{option}: expected 1 to 255 ASCII characters, got {mime!r}")
+    args.setup_data_mime = args.setup_data_mime or args.data_mime or DEFAULT_MIME
+    # a request MIME type other than the connection's goes in per-stream MIME metadata
+    args.stream_data_mime = args.data_mime if args.data_mime not in (
+        None, args.setup_data_mime) else None
+    route = getattr(args, "route", None)
+    simple, bearer = getattr(args, "auth_simple", None), getattr(args, "auth_bearer", None)
+    if simple is not None and bearer is not None:
+        raise SettingsError("--auth-simple and --auth-bearer: give only one")
+    args.auth = None
+    if simple is not None:
+        user, sep, password = simple.partition(":")
+        if not sep or not user:
+            raise SettingsError(f"--auth-simple: expected USER:PASSWORD, got {simple!r}")
+        args.auth = SimpleAuth(user, password)
+    elif bearer is not None:
+        if not bearer:
+            raise SettingsError("--auth-bearer: the token is empty")
+        args.auth = BearerAuth(bearer)
+    if getattr(args, "setup_auth", False) and args.auth is None:
+        raise SettingsError("--setup-auth: give the credentials with --auth-simple or"
+                            " --auth-bearer")
+    if args.metadata_mime is None:
+        uses = route is not None or args.auth is not None or args.stream_data_mime is not None
+        args.metadata_mime = COMPOSITE_METADATA if uses else DEFAULT_MIME
+    if args.metadata is not None and args.metadata_mime != COMPOSITE_METADATA and (
+            route is not None or args.stream_data_mime is not None
+            or (args.auth is not None and not getattr(args, "setup_auth", False))):
+        raise SettingsError(f"--metadata with --route, --auth-* or a per-stream --data-mime "
+                            f"needs --metadata-mime {COMPOSITE_METADATA} (the entries are"
+                            f" concatenated)")
+    try:  # fail on the command line, not after connecting
+        build_metadata(args.metadata_mime, route=route,
+                       auth=None if getattr(args, "setup_auth", False) else args.auth,
+                       data_mime_type=args.stream_data_mime)
+        if getattr(args, "setup_auth", False):
+            build_metadata(args.metadata_mime, auth=args.auth)
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
 
 
 # -- input and output -------------------------------------------------------------------------
@@ -535,8 +611,9 @@ async def _client(reactor, args: argparse.Namespace, streams: _Streams) -> int:
             endpoint,
             reactor=reactor,
             setup_payload=setup_payload,
-            data_mime_type=args.data_mime,
+            data_mime_type=args.setup_data_mime,
             metadata_mime_type=args.metadata_mime,
+            auth=args.auth if getattr(args, "setup_auth", False) else None,
             keepalive_interval=args.keepalive,
             max_lifetime=args.max_lifetime,
             fragment_size=args.fragment,
@@ -564,19 +641,29 @@ def _write(streams: _Streams, payload: Payload, output: str) -> None:
     streams.stdout.flush()
 
 
+def _request_options(args) -> dict:
+    """The metadata-extension keyword arguments of the request (see RSocket.request_*)."""
+    if args.command == "metadata-push":
+        return {}
+    return {"route": args.route, "data_mime_type": args.stream_data_mime,
+            "auth": None if args.setup_auth else args.auth}
+
+
 async def _interact(reactor, rsocket, args, streams: _Streams, data, metadata) -> None:
     command = args.command
+    options = _request_options(args)
     if command == "request":
-        response = await rsocket.request_response(Payload(data or b"", metadata))
+        response = await rsocket.request_response(Payload(data or b"", metadata), **options)
         if response is not None:  # None: the responder completed without a payload
             _write(streams, response, args.output)
     elif command == "fnf":
-        await rsocket.fire_and_forget(Payload(data or b"", metadata))
+        await rsocket.fire_and_forget(Payload(data or b"", metadata), **options)
     elif command == "metadata-push":
         await rsocket.metadata_push(metadata)
     elif command == "stream":
         prefetch = min(args.request_n, args.take) if args.take else args.request_n
-        stream = rsocket.request_stream(Payload(data or b"", metadata), prefetch=prefetch)
+        stream = rsocket.request_stream(Payload(data or b"", metadata), prefetch=prefetch,
+                                        **options)
         await _print_stream(stream, args, streams)
     elif command == "channel":
         lines = _lines(reactor, args.data, streams.stdin)
@@ -591,7 +678,8 @@ async def _interact(reactor, rsocket, args, streams: _Streams, data, metadata) -
                 yield Payload(line)
 
         prefetch = min(args.request_n, args.take) if args.take else args.request_n
-        stream = rsocket.request_channel(Payload(first, metadata), outbound(), prefetch=prefetch)
+        stream = rsocket.request_channel(Payload(first, metadata), outbound(), prefetch=prefetch,
+                                         **options)
         await _print_stream(stream, args, streams)
     else:  # pragma: no cover - argparse restricts the commands
         raise AssertionError(command)

@@ -16,6 +16,7 @@ from .core.frames import SetupFrame, encode
 from .core.framing import MAX_FRAME_LENGTH
 from .core.payload import Payload
 from .endpoints import client_endpoint
+from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
 from .protocol import RSocketClientFactory
 from .responder import Responder
 
@@ -26,11 +27,16 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
                metadata_mime_type: str = "application/octet-stream",
                setup_payload: Payload | None = None,
                keepalive_interval: int = DEFAULT_KEEPALIVE_INTERVAL,
-               max_lifetime: int = DEFAULT_MAX_LIFETIME) -> SetupFrame:
+               max_lifetime: int = DEFAULT_MAX_LIFETIME,
+               auth: Credentials | None = None) -> SetupFrame:
     """Build the SETUP frame a client sends (version 1.0; spec §SETUP Frame).
 
+    :param auth: connection credentials, written into the SETUP metadata (Authentication
+        extension) as a composite metadata entry, or alone when ``metadata_mime_type`` is
+        ``message/x.rsocket.authentication.v0``; entries of ``setup_payload.metadata`` follow.
     :raises ValueError: a MIME type is not ASCII or longer than 255 bytes, a time is out of
-        [1, 2^31-1] ms, or the SETUP would not fit one frame (16,777,215 bytes).
+        [1, 2^31-1] ms, ``auth`` cannot be carried by ``metadata_mime_type``, or the SETUP
+        would not fit one frame (16,777,215 bytes).
     """
     ConnectionConfig(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime)
     mimes = []
@@ -46,6 +52,14 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
     if setup_payload is not None and not isinstance(setup_payload, Payload):
         raise TypeError(f"setup_payload must be a Payload, got {type(setup_payload).__name__}")
     payload = setup_payload or Payload()
+    if auth is not None:
+        metadata = build_metadata(metadata_mime_type, auth=auth)
+        if payload.metadata:
+            if metadata_mime_type != COMPOSITE_METADATA:
+                raise ValueError("auth and setup_payload metadata can only be combined with "
+                                 f"metadata_mime_type={COMPOSITE_METADATA!r}")
+            metadata += payload.metadata
+        payload = Payload(payload.data, metadata)
     setup = SetupFrame(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
                        data_mime_type=mimes[0], metadata_mime_type=mimes[1],
                        data=payload.data, metadata=payload.metadata)
@@ -64,7 +78,8 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             max_lifetime: int = DEFAULT_MAX_LIFETIME, fragment_size: int | None = None,
             max_frame_size: int = MAX_FRAME_LENGTH,
             max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
-            frame_logger: Callable | None = None) -> Deferred:
+            frame_logger: Callable | None = None,
+            auth: Credentials | None = None) -> Deferred:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     :param endpoint: a Twisted client endpoint string (``"tcp:host=localhost:port=7878"``),
@@ -83,6 +98,8 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :param max_frame_size: largest inbound frame accepted, bytes.
     :param max_reassembled_size: largest inbound payload reassembled from fragments, bytes.
     :param frame_logger: ``callable(direction, frame)`` for a frame-level debug log.
+    :param auth: connection credentials sent in the SETUP metadata (see :func:`make_setup`):
+        :class:`~rsocket_tx.extensions.SimpleAuth`, ``BearerAuth`` or ``CustomAuth``.
     :returns: Deferred firing with a connected :class:`~rsocket_tx.requester.RSocket`, or
         failing with the endpoint's connection error.
     :raises ValueError: a bad endpoint string or setting.
@@ -92,7 +109,7 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
         reactor = global_reactor
     setup = make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type,
                        setup_payload=setup_payload, keepalive_interval=keepalive_interval,
-                       max_lifetime=max_lifetime)
+                       max_lifetime=max_lifetime, auth=auth)
     factory = RSocketClientFactory(setup, responder, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
                                    max_reassembled_size=max_reassembled_size,

@@ -6,8 +6,17 @@ from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 
+from .codecs import codec_for
 from .core.payload import Payload
-from .streams import DEFAULT_PREFETCH, RequestStream
+from .extensions import (
+    COMPOSITE_METADATA,
+    OCTET_STREAM,
+    Credentials,
+    ZipkinTrace,
+    build_metadata,
+    parse_metadata,
+)
+from .streams import DEFAULT_PREFETCH, DecodedStream, RequestStream
 
 if TYPE_CHECKING:  # pragma: no cover
     from .protocol import RSocketProtocol
@@ -16,9 +25,21 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RSocket"]
 
 
-def _check_payload(payload: object) -> None:
-    if not isinstance(payload, Payload):
-        raise TypeError(f"expected a Payload, got {type(payload).__name__}")
+_OPTIONS_DOC = """
+        Request options (all keyword-only; each composes an entry of the request's metadata,
+        so the connection's metadata MIME type must be composite metadata,
+        ``message/x.rsocket.composite-metadata.v0``, or for ``route`` alone routing metadata):
+
+        :param route: the route (a routing tag, ``Extensions/Routing.md``), or a sequence of tags.
+        :param auth: per-request credentials (:class:`~rsocket_tx.extensions.SimpleAuth`,
+            :class:`~rsocket_tx.extensions.BearerAuth`, :class:`~rsocket_tx.extensions.CustomAuth`).
+        :param data_mime_type: the per-stream data MIME type; a ``payload`` that is not a
+            :class:`Payload` is encoded with it (else with the connection's data MIME type).
+        :param accept_mime_types: the MIME types acceptable for the response data.
+        :param tracing: a :class:`~rsocket_tx.extensions.ZipkinTrace`.
+        :raises TypeError: ``payload`` cannot be encoded by the data MIME type's codec.
+        :raises ValueError: an option is malformed, or the metadata MIME type cannot carry it.
+"""
 
 
 def _check_prefetch(prefetch: int) -> None:
@@ -62,29 +83,91 @@ class RSocket:
         conn = self._protocol._conn
         return conn is not None and conn.is_open
 
-    def request_response(self, payload: Payload) -> Deferred:
+    def _payload(self, payload, route, auth, data_mime_type, accept_mime_types,
+                 tracing) -> Payload:
+        """The request Payload: ``payload`` encoded if it is not one, metadata composed."""
+        setup = self._protocol.setup_info
+        if payload.__class__ is Payload:
+            if route is None and auth is None and data_mime_type is None \
+                    and accept_mime_types is None and tracing is None:
+                return payload
+            data, own = payload.data, payload.metadata
+        elif isinstance(payload, Payload):
+            data, own = payload.data, payload.metadata
+        else:
+            mime = data_mime_type or (setup.data_mime_type if setup is not None else None)
+            data, own = codec_for(mime).encode(payload), None
+        if route is None and auth is None and data_mime_type is None \
+                and accept_mime_types is None and tracing is None:
+            return Payload(data, own)
+        metadata_mime = setup.metadata_mime_type if setup is not None else OCTET_STREAM
+        metadata = build_metadata(metadata_mime, route=route, auth=auth,
+                                  data_mime_type=data_mime_type,
+                                  accept_mime_types=accept_mime_types, tracing=tracing)
+        if own:
+            if metadata_mime != COMPOSITE_METADATA:
+                raise ValueError("the payload has metadata of its own, and the request options "
+                                 "compose metadata too: combining them needs the connection's "
+                                 f"metadata MIME type to be {COMPOSITE_METADATA}")
+            metadata += own  # composite metadata entries concatenate
+        return Payload(data, metadata)
+
+    def _decoder(self, data_mime_type: str | None):
+        """Decode a response Payload's data by its per-stream MIME type (composite metadata),
+        else ``data_mime_type``, else the connection's."""
+        setup = self._protocol.setup_info
+        default = data_mime_type or (setup.data_mime_type if setup is not None else None)
+        composite = setup is not None and setup.metadata_mime_type == COMPOSITE_METADATA
+
+        def decode(payload: Payload | None):
+            if payload is None:
+                return None
+            mime = default
+            if composite and payload.metadata:
+                mime = parse_metadata(payload.metadata, COMPOSITE_METADATA).data_mime_type \
+                    or default
+            return codec_for(mime).decode(payload.data)
+        return decode
+
+    def request_response(self, payload, *, route: str | None = None,
+                         auth: Credentials | None = None, data_mime_type: str | None = None,
+                         accept_mime_types=None, tracing: ZipkinTrace | None = None,
+                         decode: bool = False) -> Deferred:
         """Request-response (spec §Request Response).
 
-        :param payload: the request.
+        :param payload: the request: a :class:`Payload`, or a value encoded by the data MIME
+            type's codec (:mod:`rsocket_tx.codecs`).
+        :param decode: deliver response data decoded (by the response's per-stream MIME type if
+            it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
         :returns: Deferred firing with the response :class:`Payload` (None if the responder
-            completed with no payload), or failing with the typed
-            :class:`~rsocket_tx.core.errors.RSocketError` the responder sent, or
-            :class:`~rsocket_tx.core.errors.ConnectionLostError`. ``cancel()`` on it sends
+            completed with no payload; the decoded value with ``decode=True``), or failing
+            with the typed :class:`~rsocket_tx.core.errors.RSocketError` the responder sent,
+            or :class:`~rsocket_tx.core.errors.ConnectionLostError`. ``cancel()`` on it sends
             CANCEL.
-        :raises TypeError: ``payload`` is not a Payload.
         """
-        _check_payload(payload)
-        return self._protocol.request_response(payload)
+        d = self._protocol.request_response(self._payload(
+            payload, route, auth, data_mime_type, accept_mime_types, tracing))
+        if decode:
+            d.addCallback(self._decoder(data_mime_type))
+        return d
 
-    def fire_and_forget(self, payload: Payload) -> Deferred:
+    request_response.__doc__ += _OPTIONS_DOC
+
+    def fire_and_forget(self, payload, *, route: str | None = None,
+                        auth: Credentials | None = None, data_mime_type: str | None = None,
+                        accept_mime_types=None, tracing: ZipkinTrace | None = None
+                        ) -> Deferred:
         """Fire-and-forget (spec §Request Fire-n-Forget).
 
+        :param payload: a :class:`Payload`, or a value encoded by the data MIME type's codec.
         :returns: Deferred firing with None once the frame is handed to the transport (at the
             end of the current reactor turn: requests made in one turn share one write), or
             failing with ConnectionLostError if the connection is lost before that.
         """
-        _check_payload(payload)
-        return self._protocol.fire_and_forget(payload)
+        return self._protocol.fire_and_forget(self._payload(
+            payload, route, auth, data_mime_type, accept_mime_types, tracing))
+
+    fire_and_forget.__doc__ += _OPTIONS_DOC
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         """METADATA_PUSH on stream 0 (spec §METADATA_PUSH Frame).
@@ -99,36 +182,58 @@ class RSocket:
             raise TypeError(f"metadata must be bytes, got {type(metadata).__name__}")
         return self._protocol.metadata_push(metadata)
 
-    def request_stream(self, payload: Payload, *, prefetch: int = DEFAULT_PREFETCH
-                       ) -> RequestStream:
+    def request_stream(self, payload, *, prefetch: int = DEFAULT_PREFETCH,
+                       route: str | None = None, auth: Credentials | None = None,
+                       data_mime_type: str | None = None, accept_mime_types=None,
+                       tracing: ZipkinTrace | None = None, decode: bool = False
+                       ) -> RequestStream | DecodedStream:
         """Request-stream (spec §Request Stream).
 
+        :param payload: a :class:`Payload`, or a value encoded by the data MIME type's codec.
         :param prefetch: items requested up front (REQUEST_STREAM's initial request-n); more
             are requested each time half of the window has been consumed.
+        :param decode: deliver response data decoded (by the response's per-stream MIME type if
+            it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
         :returns: a :class:`~rsocket_tx.streams.RequestStream`: ``async for``, ``collect()``,
-            ``cancel()``.
+            ``cancel()`` (a :class:`~rsocket_tx.streams.DecodedStream` with ``decode=True``).
+        :raises ValueError: ``prefetch`` is not in [1, 2^31-1].
         """
-        _check_payload(payload)
         _check_prefetch(prefetch)
-        return self._protocol.request_stream(payload, prefetch)
+        stream = self._protocol.request_stream(self._payload(
+            payload, route, auth, data_mime_type, accept_mime_types, tracing), prefetch)
+        return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
 
-    def request_channel(self, payload: Payload, outbound=None, *,
-                        prefetch: int = DEFAULT_PREFETCH, complete: bool = False
-                        ) -> RequestStream:
+    request_stream.__doc__ += _OPTIONS_DOC
+
+    def request_channel(self, payload, outbound=None, *, prefetch: int = DEFAULT_PREFETCH,
+                        complete: bool = False, route: str | None = None,
+                        auth: Credentials | None = None, data_mime_type: str | None = None,
+                        accept_mime_types=None, tracing: ZipkinTrace | None = None,
+                        decode: bool = False) -> RequestStream | DecodedStream:
         """Request-channel (spec §Request Channel).
 
-        :param payload: the first payload (sent in the REQUEST_CHANNEL frame).
+        :param payload: the first payload (sent in the REQUEST_CHANNEL frame): a
+            :class:`Payload`, or a value encoded by the data MIME type's codec; the options
+            below apply to it.
         :param outbound: further payloads: an iterable or async iterable of :class:`Payload`,
             pulled only as the responder grants credit (REQUEST_N); its end sends COMPLETE,
             an exception it raises sends ERROR[APPLICATION_ERROR]. None: our side completes
             with the first payload (C flag).
         :param prefetch: as :meth:`request_stream`, for the responder's payloads.
         :param complete: set the C flag on the REQUEST_CHANNEL frame (no further payloads).
-        :returns: the responder's payloads as a :class:`~rsocket_tx.streams.RequestStream`.
+        :param decode: deliver response data decoded (by the response's per-stream MIME type if
+            it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
+        :returns: the responder's payloads as a :class:`~rsocket_tx.streams.RequestStream`
+            (a :class:`~rsocket_tx.streams.DecodedStream` with ``decode=True``).
+        :raises ValueError: ``prefetch`` is not in [1, 2^31-1].
         """
-        _check_payload(payload)
         _check_prefetch(prefetch)
-        return self._protocol.request_channel(payload, outbound, prefetch, complete)
+        stream = self._protocol.request_channel(self._payload(
+            payload, route, auth, data_mime_type, accept_mime_types, tracing),
+            outbound, prefetch, complete)
+        return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
+
+    request_channel.__doc__ += _OPTIONS_DOC
 
     def close(self) -> Deferred:
         """Close the connection; outstanding requests fail.

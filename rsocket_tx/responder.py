@@ -10,8 +10,11 @@ from twisted.logger import Logger
 from .core.errors import RejectedError
 from .core.frames import SetupFrame
 from .core.payload import Payload
+from .extensions import RequestMetadata, parse_metadata
+from .routing import Router
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .authentication import Authenticator
     from .requester import RSocket
     from .streams import RequestStream
 
@@ -32,7 +35,7 @@ class SetupInfo:
     """
 
     __slots__ = ("version", "keepalive_interval", "max_lifetime", "metadata_mime_type",
-                 "data_mime_type", "payload", "lease", "resume_token")
+                 "data_mime_type", "payload", "lease", "resume_token", "_metadata")
 
     def __init__(self, *, version: tuple[int, int], keepalive_interval: int, max_lifetime: int,
                  metadata_mime_type: str, data_mime_type: str, payload: Payload,
@@ -45,6 +48,20 @@ class SetupInfo:
         self.payload = payload
         self.lease = lease
         self.resume_token = resume_token
+        self._metadata: RequestMetadata | None = None
+
+    @property
+    def metadata(self) -> RequestMetadata:
+        """The SETUP metadata decoded by :attr:`metadata_mime_type` (composite, routing or
+        authentication metadata; see :func:`rsocket_tx.extensions.parse_metadata`)."""
+        if self._metadata is None:
+            self._metadata = parse_metadata(self.payload.metadata, self.metadata_mime_type)
+        return self._metadata
+
+    @property
+    def auth(self):
+        """The credentials sent in the SETUP metadata (Authentication extension), or None."""
+        return self.metadata.auth
 
     @classmethod
     def from_frame(cls, frame: SetupFrame) -> SetupInfo:
@@ -73,28 +90,68 @@ class Responder:
     sends that code; any other exception sends ERROR[APPLICATION_ERROR] with its message.
     An interaction that is not overridden answers ERROR[REJECTED] naming it.
 
+    Routed responders decorate methods with :class:`~rsocket_tx.routing.route` instead of
+    overriding these methods: an interaction that has routes (or a route fallback) is then
+    dispatched by the request's route (see :mod:`rsocket_tx.routing`).
+
     :ivar rsocket: the :class:`~rsocket_tx.requester.RSocket` of this connection, to make
         requests back to the peer. Set before :meth:`accept_setup` is called.
     :ivar setup: the connection's :class:`SetupInfo` (on a client: what it sent).
+    :cvar authenticator: an :class:`~rsocket_tx.authentication.Authenticator` checking the
+        SETUP's and routed requests' credentials, or None (no authentication).
+    :ivar principal: the connection's principal, as the authenticator decided from the SETUP
+        credentials (None without them).
     """
 
     log = Logger()
     rsocket: RSocket
     setup: SetupInfo
+    authenticator: Authenticator | None = None
+    principal = None
+    _router: Router | None = None
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._router = Router.for_class(cls)
 
     def accept_setup(self, setup: SetupInfo) -> None | Deferred:
         """Server: inspect the client's SETUP before any request is served.
 
         Raise :class:`~rsocket_tx.core.errors.RejectedSetupError` (or return a Deferred that
         fails with it) to answer ERROR[REJECTED_SETUP] with its message and close.
+
+        The default runs :attr:`authenticator` (if any) on the SETUP credentials and sets
+        :attr:`principal`; an override that keeps authentication calls
+        ``super().accept_setup(setup)`` and returns its result.
         """
+        authenticator = self.authenticator
+        if authenticator is None:
+            return None
+        principal = authenticator.authenticate_setup(setup.auth)
+        if isinstance(principal, Deferred):
+            return principal.addCallback(self._set_principal)
+        self.principal = principal
+        return None
+
+    def _set_principal(self, principal) -> None:
+        self.principal = principal
+
+    def _routed(self, interaction: str, payload: Payload, inbound=None):
+        router = self._router
+        if router is None or not router.serves(interaction):
+            raise RejectedError(f"{interaction.replace('_', '-')} is not implemented by "
+                                f"{type(self).__name__}")
+        return router.dispatch(self, interaction, payload, inbound)
 
     def request_response(self, payload: Payload):
         """Answer one request with one :class:`Payload` (spec §Request Response)."""
-        raise RejectedError(f"request-response is not implemented by {type(self).__name__}")
+        return self._routed("request_response", payload)
 
     def fire_and_forget(self, payload: Payload):
         """Receive a one-way message (spec §Request Fire-n-Forget). Default: log and drop."""
+        router = self._router
+        if router is not None and router.serves("fire_and_forget"):
+            return router.dispatch(self, "fire_and_forget", payload)
         self.log.info("fire-and-forget not handled by {responder}: {payload!r}",
                       responder=type(self).__name__, payload=payload)
 
@@ -105,7 +162,7 @@ class Responder:
 
     def request_stream(self, payload: Payload):
         """Return an iterable or async iterable of :class:`Payload` (spec §Request Stream)."""
-        raise RejectedError(f"request-stream is not implemented by {type(self).__name__}")
+        return self._routed("request_stream", payload)
 
     def request_channel(self, payload: Payload, inbound: RequestStream):
         """Return an iterable or async iterable of :class:`Payload` answering a channel.
@@ -113,4 +170,4 @@ class Responder:
         :param payload: the first payload, from the REQUEST_CHANNEL frame.
         :param inbound: the requester's further payloads, as an async iterator.
         """
-        raise RejectedError(f"request-channel is not implemented by {type(self).__name__}")
+        return self._routed("request_channel", payload, inbound)

@@ -24,7 +24,7 @@ from .core.payload import Payload
 if TYPE_CHECKING:  # pragma: no cover
     from .protocol import RSocketProtocol
 
-__all__ = ["RequestStream", "OutboundPump", "DEFAULT_PREFETCH", "to_rsocket_error"]
+__all__ = ["RequestStream", "DecodedStream", "OutboundPump", "DEFAULT_PREFETCH", "to_rsocket_error"]
 
 #: Items requested up front on a stream; REQUEST_N tops the window up as items are consumed.
 DEFAULT_PREFETCH = 256
@@ -219,6 +219,44 @@ class RequestStream:
             waiter.errback(self._error)
         else:
             waiter.callback(self._collector)
+
+
+class DecodedStream:
+    """A :class:`RequestStream` whose items are decoded values instead of Payloads.
+
+    What ``request_stream(..., decode=True)`` returns: the same ``async for``,
+    :meth:`collect` and :meth:`cancel`, with each item passed through a decoder (see
+    :mod:`rsocket_tx.codecs`). A decoding error is raised where the item is consumed.
+
+    :param stream: the underlying :class:`RequestStream`.
+    :param decode: callable turning a :class:`Payload` into a value.
+    """
+
+    __slots__ = ("stream", "_decode")
+
+    def __init__(self, stream: RequestStream, decode) -> None:
+        self.stream = stream
+        self._decode = decode
+
+    @property
+    def stream_id(self) -> int:
+        """The stream id on the connection."""
+        return self.stream.stream_id
+
+    def __aiter__(self) -> DecodedStream:
+        return self
+
+    async def __anext__(self):
+        return self._decode(await self.stream.__anext__())
+
+    def collect(self, take: int | None = None) -> Deferred:
+        """As :meth:`RequestStream.collect`, firing with the decoded values."""
+        decode = self._decode
+        return self.stream.collect(take).addCallback(lambda items: [decode(p) for p in items])
+
+    def cancel(self) -> None:
+        """Cancel the stream (CANCEL to the peer)."""
+        self.stream.cancel()
 
 
 class OutboundPump:

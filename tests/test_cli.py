@@ -57,7 +57,8 @@ def test_request_defaults():
     assert args.endpoint == "tcp://localhost:7878"
     assert args.data is None and args.metadata is None
     assert args.setup_data is None and args.setup_metadata is None
-    assert args.data_mime == args.metadata_mime == "application/octet-stream"
+    assert args.setup_data_mime == args.metadata_mime == "application/octet-stream"
+    assert args.stream_data_mime is None and args.auth is None and args.route is None
     assert args.keepalive == 20_000
     assert args.max_lifetime == 90_000
     assert args.fragment is None

@@ -909,8 +909,11 @@ async def test_client_disconnect_stops_server_sources(harness):
 @aio
 async def test_argument_validation(harness):
     rs = await harness.connect(await harness.serve(EchoResponder))
-    with pytest.raises(TypeError):
-        rs.request_response(b"not a payload")
+    # a value that is not a Payload is encoded by the data MIME type's codec: for
+    # application/octet-stream only bytes-like values are data
+    with pytest.raises(TypeError, match="str"):
+        rs.request_response("not bytes")
+    assert await wait(rs.request_response(b"bytes are data")) == Payload(b"bytes are data")
     with pytest.raises(TypeError):
         rs.metadata_push("text")
     with pytest.raises(ValueError):
