@@ -9,10 +9,13 @@ as ``twistd -n rsocket`` in a subprocess.
   log line (with a deadline), keeps every line it logs (``--debug`` adds one line per frame)
   and is always terminated.  The module fixtures start each server once per module.
 * ``peer_server(peer, **options)`` starts a peer's demo server once per module per option set.
+* ``routing_peers_installed`` and ``no_logged_errors`` are for the modules that ask for them
+  (``pytest.mark.usefixtures``).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -41,17 +44,51 @@ _PROBLEM = re.compile(r"#(warn|error|critical)\]|Traceback|Unhandled")
 _FRAME = re.compile(r"\[rsocket_tx\.frames#debug\] (send|recv) (\S+) stream=(\d+)(.*)$")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def peers_installed():
-    """Fail (not skip) every interop test when the peers are missing."""
+def _fail_unless_installed(check) -> None:
+    """Fail (not skip) the test when ``check()`` raises :class:`peers.PeersNotInstalled`."""
     try:
-        peers.ensure_installed()
+        check()
         problem = None
     except peers.PeersNotInstalled as exc:
         problem = str(exc)
     if problem is not None:
         pytest.fail(f"{problem}\n(`make test` installs them: it runs `make peers` first)",
                     pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def peers_installed():
+    """Fail (not skip) every interop test when the peers are missing."""
+    _fail_unless_installed(peers.ensure_installed)
+
+
+@pytest.fixture(scope="session")
+def routing_peers_installed():
+    """Fail (not skip) the tests using it when the routing peers are missing
+    (:func:`peers.ensure_routing_installed`)."""
+    _fail_unless_installed(peers.ensure_routing_installed)
+
+
+@pytest.fixture
+def no_logged_errors():
+    """Fail a test during which the in-process side (our library) logged a warning, an error
+    or an unhandled failure (twisted.logger), e.g. an unhandled error in a Deferred.  For the
+    modules that run our library in-process: ``pytest.mark.usefixtures("no_logged_errors")``."""
+    from twisted.logger import LogLevel, formatEvent, globalLogPublisher
+
+    seen: list[str] = []
+
+    def observer(event: dict) -> None:
+        level = event.get("log_level")
+        if "log_failure" in event or (level is not None and level >= LogLevel.warn):
+            failure = event.get("log_failure")
+            seen.append(formatEvent(event) + (f"\n{failure.getTraceback()}" if failure else ""))
+
+    globalLogPublisher.addObserver(observer)
+    yield
+    gc.collect()  # unhandled errors in Deferreds are logged when they are collected
+    globalLogPublisher.removeObserver(observer)
+    assert not seen, "logged during the test:\n" + "\n".join(seen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,6 +271,13 @@ class OurServer:
                 self.process.wait(timeout=timeout)
         self._reader.join(timeout)
         return self.process.returncode
+
+
+@pytest.fixture(scope="session")
+def our_server_class():
+    """:class:`OurServer`, for the test modules' own servers (they cannot ``import conftest``:
+    several conftest files share that module name)."""
+    return OurServer
 
 
 @pytest.fixture(scope="module")

@@ -440,15 +440,7 @@ def ensure_installed(peers=None) -> None:
             if shutil.which(NODE) is None and not Path(NODE).exists():
                 problems.append(f"{name}: node executable {NODE!r} not found (Node 20 needed)")
                 continue
-            for package, version in peer.npm_packages:
-                manifest = peer.directory / "node_modules" / package / "package.json"
-                try:
-                    found = json.loads(manifest.read_text())["version"]
-                except (OSError, ValueError, KeyError):
-                    problems.append(f"{name}: {package} missing in {peer.directory}/node_modules")
-                    continue
-                if found != version:
-                    problems.append(f"{name}: {package} is {found}, expected {version}")
+            problems += _npm_problems(peer, peer.npm_packages)
         else:
             check = subprocess.run(
                 [PYTHON, "-c", "import importlib.metadata as m; print(m.version('rsocket'))"],
@@ -459,6 +451,25 @@ def ensure_installed(peers=None) -> None:
             elif check.stdout.strip() != "0.4.20":
                 problems.append(f"{name}: rsocket {check.stdout.strip()} installed, "
                                 "expected 0.4.20")
+    _raise_if_problems(problems)
+
+
+def _npm_problems(peer: Peer, packages) -> list[str]:
+    """What is wrong with the ``(name, version)`` npm ``packages`` in ``peer``'s folder."""
+    problems = []
+    for package, version in packages:
+        manifest = peer.directory / "node_modules" / package / "package.json"
+        try:
+            found = json.loads(manifest.read_text())["version"]
+        except (OSError, ValueError, KeyError):
+            problems.append(f"{peer.name}: {package} missing in {peer.directory}/node_modules")
+            continue
+        if found != version:
+            problems.append(f"{peer.name}: {package} is {found}, expected {version}")
+    return problems
+
+
+def _raise_if_problems(problems: list[str]) -> None:
     if problems:
         raise PeersNotInstalled(
             "interop peers not installed:\n  " + "\n  ".join(problems)
@@ -655,9 +666,18 @@ def start_server(peer: str, port: int = 0, fragment: int | None = None, *,
     """
     argv = PEERS[peer].server_command(port, fragment=fragment, completion=completion,
                                       request_n=request_n, timeout=lifetime)
+    return _start_program(peer, argv, PEERS[peer].directory, startup_timeout)
+
+
+def _start_program(label: str, argv: list[str], cwd: Path, startup_timeout: float
+                   ) -> PeerServer:
+    """Start a server program and wait until it prints ``LISTENING``.
+
+    :raises PeerUnsupported: it exited with code 3.  :raises PeerFailure: it did not start.
+    """
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=PEERS[peer].directory)
-    server = PeerServer(peer, process, argv)
+                               stderr=subprocess.PIPE, cwd=cwd)
+    server = PeerServer(label, process, argv)
     server._wait_listening(startup_timeout)
     return server
 
@@ -694,28 +714,8 @@ def run_client(peer: str, port: int, interaction: str, *, timeout: float | None 
     argv = PEERS[peer].client_command(port, interaction, **options)
     if timeout is None:
         timeout = int(options.get("timeout") or 30) + 15
-    try:
-        completed = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                   timeout=timeout, cwd=PEERS[peer].directory)
-    except subprocess.TimeoutExpired as exc:
-        raise PeerFailure(f"{peer} client {interaction} timed out after {timeout}s: "
-                          f"{argv}\nstderr:\n{_text(exc.stderr)}") from None
-    stdout, stderr = _text(completed.stdout), _text(completed.stderr)
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    result = None
-    if lines:
-        try:
-            result = json.loads(lines[-1])
-        except ValueError:
-            result = None
-    code = completed.returncode
-    if code == EXIT_UNSUPPORTED and result is not None:
-        raise PeerUnsupported(peer, result.get("unsupported", ""))
-    if code not in (EXIT_OK, EXIT_RSOCKET_ERROR) or result is None:
-        raise PeerFailure(f"{peer} client {interaction} exited with {code}: {argv}\n"
-                          f"stdout:\n{stdout}\nstderr:\n{stderr}")
-    result["exit_code"] = code
-    return result
+    return _run_program(f"{peer} client {interaction}", argv, PEERS[peer].directory, timeout,
+                        peer=peer)
 
 
 def run_client_deferred(peer: str, port: int, interaction: str, **kwargs):
@@ -728,3 +728,194 @@ def _text(value) -> str:
     if value is None:
         return ""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing, composite metadata and authentication peers (peers/README.md, "Routing and
+# composite metadata"): a routing CLIENT for rsocket-py (``py/routing_client.py``, rsocket-py's
+# ``rsocket.extensions`` helpers) and rsocket-js 1.0.0-alpha.3 (``messaging_client.js``,
+# rsocket-messaging's RSocketRequester + rsocket-composite-metadata), and a routing SERVER for
+# rsocket-py (``py/routing_server.py``, RequestRouter + RoutingRequestHandler).
+# ---------------------------------------------------------------------------------------------
+
+#: peer -> client program of the routing clients
+ROUTING_CLIENTS: dict[str, str] = {
+    "rsocket-py": "routing_client.py",
+    "rsocket-js-1.0.0-alpha.3": "messaging_client.js",
+}
+#: the peer whose routing server exists (rsocket-messaging 1.0.0-alpha.3 has a routing
+#: RSocketResponder but nothing for authentication: no js routing server here)
+ROUTING_SERVER_PEER = "rsocket-py"
+ROUTING_SERVER_SCRIPT = "routing_server.py"
+ROUTING_INTERACTIONS = ("request-response", "fire-and-forget", "request-stream",
+                        "request-channel")
+#: npm packages the js routing client needs besides the peer's own
+ROUTING_NPM_PACKAGES = (("rsocket-composite-metadata", "1.0.0-alpha.3"),
+                        ("rsocket-messaging", "1.0.0-alpha.3"))
+#: credentials the routing server accepts unless told otherwise
+ROUTING_SERVER_USERS = {"alice": "secret"}
+ROUTING_SERVER_TOKENS = ("t0ken",)
+
+
+def ensure_routing_installed(peers=None) -> None:
+    """:func:`ensure_installed` for the routing peers, plus the js routing packages.
+
+    :raises PeersNotInstalled: something is missing (run ``install_peers.sh``).
+    """
+    chosen = list(peers or ROUTING_CLIENTS)
+    ensure_installed(chosen)
+    _raise_if_problems([problem for name in chosen if PEERS[name].runtime == "node"
+                        for problem in _npm_problems(PEERS[name], ROUTING_NPM_PACKAGES)])
+
+
+def _pair(value, sep: str) -> str:
+    if isinstance(value, str):
+        return value
+    left, right = value
+    return f"{left}{sep}{right}"
+
+
+def routing_client_command(peer: str, port: int, interaction: str, *, host: str | None = None,
+                           route: str | None = None, data=None, data_text: str | None = None,
+                           next=(), next_metadata: bool = False, auth_simple=None,
+                           auth_bearer: str | None = None, auth_custom=None,
+                           setup_auth_simple=None, setup_auth_bearer: str | None = None,
+                           custom_entries=(), stream_data_mime: str | None = None,
+                           data_mime_type: str | None = None,
+                           metadata_mime_type: str | None = None, take: int | None = None,
+                           request_n: int | None = None, timeout: int | None = None
+                           ) -> list[str]:
+    """argv of a routing client (see :func:`run_routing_client` for the options)."""
+    if interaction not in ROUTING_INTERACTIONS:
+        raise ValueError(f"unknown interaction {interaction!r}; one of {ROUTING_INTERACTIONS}")
+    if data is not None and data_text is not None:
+        raise TypeError("give data (JSON-encoded here) or data_text (sent as is), not both")
+    the_peer = PEERS[peer]
+    argv = the_peer._argv(ROUTING_CLIENTS[peer]) + ["--port", str(port),
+                                                    "--interaction", interaction]
+
+    def add(flag: str, value) -> None:
+        if value is not None:
+            argv.extend([flag, str(value)])
+
+    add("--host", host)
+    add("--route", route)
+    add("--data", json.dumps(data) if data is not None else data_text)
+    for item in next:
+        add("--next", json.dumps(item))
+    if next_metadata:
+        argv.append("--next-metadata")
+    add("--auth-simple", None if auth_simple is None else _pair(auth_simple, ":"))
+    add("--auth-bearer", auth_bearer)
+    add("--auth-custom", None if auth_custom is None else _pair(auth_custom, "="))
+    add("--setup-auth-simple", None if setup_auth_simple is None
+        else _pair(setup_auth_simple, ":"))
+    add("--setup-auth-bearer", setup_auth_bearer)
+    for entry in custom_entries:
+        add("--custom-entry", _pair(entry, "="))
+    add("--stream-data-mime", stream_data_mime)
+    add("--data-mime-type", data_mime_type)
+    add("--metadata-mime-type", metadata_mime_type)
+    add("--take", take)
+    add("--request-n", request_n)
+    add("--timeout", timeout)
+    return argv
+
+
+def _run_program(label: str, argv: list[str], cwd: Path, timeout: float, *,
+                 peer: str | None = None) -> dict:
+    """Run one client program; its last JSON line plus ``exit_code`` (0 or 1).
+
+    :param label: names the program in errors.
+    :param peer: the :attr:`PeerUnsupported.peer` (default: ``label``).
+    :raises PeerUnsupported: exit code 3.  :raises PeerFailure: anything else.
+    """
+    try:
+        completed = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise PeerFailure(f"{label} timed out after {timeout}s: {argv}\nstderr:\n"
+                          f"{_text(exc.stderr)}") from None
+    stdout, stderr = _text(completed.stdout), _text(completed.stderr)
+    result = None
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+        except ValueError:
+            result = None
+    code = completed.returncode
+    if code == EXIT_UNSUPPORTED and result is not None:
+        raise PeerUnsupported(peer or label, result.get("unsupported", ""))
+    if code not in (EXIT_OK, EXIT_RSOCKET_ERROR) or result is None:
+        raise PeerFailure(f"{label} exited with {code}: {argv}\nstdout:\n{stdout}\n"
+                          f"stderr:\n{stderr}")
+    result["exit_code"] = code
+    return result
+
+
+def run_routing_client(peer: str, port: int, interaction: str, *, timeout: float | None = None,
+                       **options) -> dict:
+    """Run ``peer``'s routing client for one routed interaction against 127.0.0.1:``port``.
+
+    The SETUP names composite metadata and ``application/json`` data (unless
+    ``metadata_mime_type`` / ``data_mime_type`` say otherwise).
+
+    :param peer: a key of :data:`ROUTING_CLIENTS`.
+    :param interaction: one of :data:`ROUTING_INTERACTIONS`.
+    :param timeout: seconds for the whole run (default: the client's ``timeout`` (30) + 15).
+    :param options: ``route`` (routing entry; none without it), ``data`` (any JSON value,
+        sent JSON-encoded) or ``data_text`` (str sent as is), ``next`` (channel: JSON values
+        sent after the first payload, the last with C), ``next_metadata`` (those carry the
+        metadata too), ``auth_simple`` ((user, password) or "user:password"), ``auth_bearer``
+        (token), ``auth_custom`` ((type, text)), ``setup_auth_simple`` / ``setup_auth_bearer``
+        (the same in the SETUP metadata), ``custom_entries`` ([(mime, text)], extra composite
+        entries), ``stream_data_mime`` (per-stream data MIME entry), ``take`` (cancel after
+        that many), ``request_n``, client-side ``timeout`` (s).
+    :returns: the JSON result with ``"exit_code"`` (0, or 1 when the peer sent ERROR): ``peer``,
+        ``interaction``, ``route``, ``payload`` / ``sent`` / ``payloads`` + ``completed`` +
+        ``cancelled``, ``error`` ({code, message}), ``connection_error`` (ERROR on stream 0).
+        A payload is ``{"data": text|None, "data_b64", "json", "metadata": [{mime, content_b64,
+        ...}]|None, "metadata_b64", "metadata_error"}``.
+    :raises PeerUnsupported: exit code 3.
+    :raises PeerFailure: exit code 2, another code, no JSON, or timeout.
+    """
+    argv = routing_client_command(peer, port, interaction, **options)
+    if timeout is None:
+        timeout = int(options.get("timeout") or 30) + 15
+    return _run_program(f"{peer} routing client {interaction}", argv, PEERS[peer].directory,
+                        timeout)
+
+
+def run_routing_client_deferred(peer: str, port: int, interaction: str, **kwargs):
+    """:func:`run_routing_client` in a thread: a Deferred firing with the result dict."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(run_routing_client, peer, port, interaction, **kwargs)
+
+
+def start_routing_server(port: int = 0, *, users: dict[str, str] | None = None,
+                         tokens=None, startup_timeout: float = 30.0,
+                         lifetime: int = 600) -> PeerServer:
+    """Start rsocket-py's routing server (``py/routing_server.py``) and wait until it listens.
+
+    :param users: username -> password it accepts (default :data:`ROUTING_SERVER_USERS`).
+    :param tokens: bearer tokens it accepts (default :data:`ROUTING_SERVER_TOKENS`).
+    :returns: a :class:`PeerServer`; its events are ``setup``, ``routed`` (``interaction``,
+        ``seen``), ``request_n``, ``cancel``, ``channel_inbound_complete``, ``stopping``.
+    :raises PeerFailure: it did not start.
+    """
+    peer = PEERS[ROUTING_SERVER_PEER]
+    argv = peer._argv(ROUTING_SERVER_SCRIPT) + ["--port", str(port), "--timeout", str(lifetime),
+                                                "--watch-stdin"]
+    for name, password in (users if users is not None else ROUTING_SERVER_USERS).items():
+        argv += ["--user", f"{name}:{password}"]
+    for token in (tokens if tokens is not None else ROUTING_SERVER_TOKENS):
+        argv += ["--token", token]
+    return _start_program(f"{ROUTING_SERVER_PEER} routing server", argv, peer.directory,
+                          startup_timeout)
+
+
+def start_routing_server_deferred(port: int = 0, **kwargs):
+    """:func:`start_routing_server` in a thread: a Deferred firing with the PeerServer."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(start_routing_server, port, **kwargs)

@@ -17,7 +17,6 @@ skips with the reason recorded in ``peers.CAPABILITIES`` (and nothing else is sk
 
 from __future__ import annotations
 
-import gc
 import hashlib
 
 import peers
@@ -29,7 +28,7 @@ from twisted.internet import defer, reactor
 from rsocket_tx import ApplicationError, Payload, connect
 from rsocket_tx.core.frames import FrameType
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("no_logged_errors")]
 
 PEERS = list(peers.PEERS)
 BIG = 100_000
@@ -125,27 +124,6 @@ class Wire:
             if frame.complete:
                 return "flag" if frame.next else "frame"
         return None
-
-
-@pytest.fixture(autouse=True)
-def no_logged_errors():
-    """Fail a test during which the in-process side (our library) logged a warning, an error
-    or an unhandled failure (twisted.logger), e.g. an unhandled error in a Deferred."""
-    from twisted.logger import LogLevel, formatEvent, globalLogPublisher
-
-    seen: list[str] = []
-
-    def observer(event: dict) -> None:
-        level = event.get("log_level")
-        if "log_failure" in event or (level is not None and level >= LogLevel.warn):
-            failure = event.get("log_failure")
-            seen.append(formatEvent(event) + (f"\n{failure.getTraceback()}" if failure else ""))
-
-    globalLogPublisher.addObserver(observer)
-    yield
-    gc.collect()  # unhandled errors in Deferreds are logged when they are collected
-    globalLogPublisher.removeObserver(observer)
-    assert not seen, "logged during the test:\n" + "\n".join(seen)
 
 
 @pytest_twisted.async_yield_fixture

@@ -1,7 +1,7 @@
 /*
  * Shared helpers for the rsocket-js interop peer scripts (no npm dependencies).
  *
- * Used by js-1.0.0-alpha.3/{server,client}.js and js-0.0.27/{server,client}.js.
+ * Used by js-1.0.0-alpha.3/{server,client,messaging_client}.js and js-0.0.27/{server,client}.js.
  * The command line and the JSON output are the same for every peer (rsocket-py
  * included, see py/peer_common.py); they are documented in ../peers.py and README.md.
  */
@@ -503,12 +503,72 @@ class EchoQueue {
   }
 }
 
+/** The connection of `connector` (an RSocketConnector), or null after finishing with failure. */
+async function connectOrFail(connector) {
+  try {
+    return await connector.connect();
+  } catch (e) {
+    failure(`connection failed: ${e && e.message}`);
+    return null;
+  }
+}
+
+/**
+ * Requester side of a stream or channel (both js-1.0 clients): collects the payloads as
+ * describe(payload), requests requestN more after every requestN received, cancels after `take`
+ * (undefined: never).  start(subscriber) starts the interaction and returns its handle, which
+ * collect returns; `handlers` are added to the subscriber (a channel's request/cancel of our
+ * outbound side).  end({payloads, completed, cancelled}) on completion or cancel,
+ * fail(error, {payloads}) on error; only the first of them is called.
+ */
+function collect(start, { describe, take, requestN, end, fail }, handlers) {
+  const payloads = [];
+  let sinceRequest = 0;
+  let finished = false;
+  let handle = null;
+  const endWith = (extra) => {
+    finished = true;
+    end({ payloads, ...extra });
+  };
+  const subscriber = {
+    onNext: (p, isComplete) => {
+      if (finished) return;
+      payloads.push(describe(p));
+      sinceRequest++;
+      if (isComplete) {
+        endWith({ completed: true, cancelled: false });
+      } else if (take !== undefined && payloads.length >= take) {
+        handle.cancel();
+        endWith({ completed: false, cancelled: true });
+      } else if (sinceRequest >= requestN) {
+        sinceRequest = 0;
+        handle.request(requestN);
+      }
+    },
+    onComplete: () => {
+      if (!finished) endWith({ completed: true, cancelled: false });
+    },
+    onError: (e) => {
+      if (!finished) {
+        finished = true;
+        fail(e, { payloads });
+      }
+    },
+    onExtension() {},
+    ...handlers,
+  };
+  handle = start(subscriber);
+  return handle;
+}
+
 function isFinishing() {
   return finishing;
 }
 
 module.exports = {
   isFinishing,
+  collect,
+  connectOrFail,
   CountEmitter,
   EchoQueue,
   serverLifetime,

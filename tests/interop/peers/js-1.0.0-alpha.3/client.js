@@ -56,11 +56,8 @@ async function main() {
       connectionOptions: { host: options.host, port: options.port },
     }),
   });
-  let rsocket;
-  try {
-    rsocket = await connector.connect();
-  } catch (e) {
-    common.failure(`connection failed: ${e && e.message}`);
+  const rsocket = await common.connectOrFail(connector);
+  if (rsocket === null) {
     return;
   }
   const done = (code, obj) => {
@@ -112,46 +109,14 @@ async function main() {
       break;
   }
 
-  function collect(start, onStarted) {
-    const payloads = [];
-    let sinceRequest = 0;
-    let finished = false;
-    let handle = null;
-    const end = (extra) => {
-      finished = true;
-      done(common.EXIT_OK, result({ payloads, ...extra }));
-    };
-    const subscriber = {
-      onNext: (p, isComplete) => {
-        if (finished) return;
-        payloads.push(common.describePayload(p, options.mode));
-        sinceRequest++;
-        if (isComplete) {
-          end({ completed: true, cancelled: false });
-        } else if (options.take !== undefined && payloads.length >= options.take) {
-          handle.cancel();
-          end({ completed: false, cancelled: true });
-        } else if (sinceRequest >= options["request-n"]) {
-          sinceRequest = 0;
-          handle.request(options["request-n"]);
-        }
-      },
-      onComplete: () => {
-        if (!finished) end({ completed: true, cancelled: false });
-      },
-      onError: (e) => {
-        if (!finished) {
-          finished = true;
-          fail(e, { payloads });
-        }
-      },
-      onExtension() {},
-    };
-    if (onStarted) {
-      Object.assign(subscriber, onStarted);
-    }
-    handle = start(subscriber);
-    return handle;
+  function collect(start, handlers) {
+    return common.collect(start, {
+      describe: (p) => common.describePayload(p, options.mode),
+      take: options.take,
+      requestN: options["request-n"],
+      end: (extra) => done(common.EXIT_OK, result(extra)),
+      fail,
+    }, handlers);
   }
 
   function channel(metadata) {

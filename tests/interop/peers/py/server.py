@@ -18,28 +18,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import threading
 
 from peer_common import (
     EXIT_FAILURE,
     EXIT_UNSUPPORTED,
-    UsageError,
+    ChannelFlagServer,
+    ChannelResponder,
+    ListPublisher,
     describe_payload,
     emit,
     error_requested,
     finish,
+    parse_or_fail,
     parse_server_args,
+    serve_tcp,
     stream_count,
 )
-from reactivestreams.publisher import Publisher
-from reactivestreams.subscriber import Subscriber
-from reactivestreams.subscription import Subscription
 from rsocket.error_codes import ErrorCode
 from rsocket.exceptions import RSocketProtocolError
 from rsocket.helpers import create_future
 from rsocket.payload import Payload
 from rsocket.request_handler import BaseRequestHandler
-from rsocket.rsocket_server import RSocketServer
 from rsocket.transports.tcp import TransportTCP
 
 MINIMUM_FRAGMENT_SIZE = 64  # rsocket.frame_fragmenter: fragment_size_bytes < 64 raises
@@ -49,152 +48,46 @@ def payload_event(event: str, data, metadata, **extra) -> None:
     emit({"event": event, **extra, **describe_payload(data, metadata, "both")})
 
 
-class CountStream(Publisher, Subscription):
+class CountStream(ListPublisher):
     """Publisher of b"0" .. b"N-1" honouring request(n); errors if ``error`` is set."""
 
     def __init__(self, count: int, completion: str, error: str | None = None):
+        super().__init__([Payload(str(i).encode("ascii")) for i in range(count)], completion,
+                         error)
         self._count = count
-        self._completion = completion
-        self._error = error
-        self._next = 0
-        self._demand = 0
-        self._done = False
         self._first_request = True
-        self._subscriber: Subscriber | None = None
-
-    def subscribe(self, subscriber: Subscriber):
-        self._subscriber = subscriber
-        subscriber.on_subscribe(self)
 
     def request(self, n: int):
         emit({"event": "request_n", "interaction": "request-stream", "n": n,
               "initial": self._first_request})
         self._first_request = False
-        self._demand += n
-        self._drain()
+        super().request(n)
 
     def cancel(self):
         if not self._done:
-            self._done = True
-            emit({"event": "cancel", "interaction": "request-stream", "sent": self._next})
-
-    def _drain(self):
-        if self._done:
-            return
-        if self._error is not None:
-            self._done = True
-            self._subscriber.on_error(RuntimeError(self._error))
-            return
-        while self._demand > 0 and self._next < self._count and not self._done:
-            last = self._next == self._count - 1
-            payload = Payload(str(self._next).encode("ascii"))
-            self._next += 1
-            self._demand -= 1
-            if last and self._completion == "flag":
-                self._done = True
-                self._subscriber.on_next(payload, is_complete=True)
-                return
-            self._subscriber.on_next(payload)
-        if self._next >= self._count and not self._done:
-            self._done = True
-            self._subscriber.on_complete()
+            emit({"event": "cancel", "interaction": "request-stream",
+                  "sent": self._count - len(self._payloads)})
+        super().cancel()
 
 
-class EchoChannel(Publisher, Subscription, Subscriber):
-    """Responder side of the echo channel.
-
-    As Publisher/Subscription it is the outbound side (the requester's credit arrives in
-    request(n)); as Subscriber it receives the inbound payloads after the first one.
-    """
+class EchoChannel(ChannelResponder):
+    """Responder side of the echo channel: echoes every payload (README.md, the demo
+    responders)."""
 
     def __init__(self, first: Payload, initial_complete: bool, completion: str, batch: int,
                  error: str | None):
-        self._initial_complete = initial_complete  # C on REQUEST_CHANNEL
-        self._queue: list[tuple[Payload, bool]] = (
-            [] if error else [(first, initial_complete and completion == "flag")])
-        self._completion = completion
-        self._batch = batch
-        self._error = error
-        self._demand = 0
-        self._received_since_request = 0
-        self._inbound: Subscription | None = None
-        self._inbound_done = False
-        self._done = False
-        self._outbound: Subscriber | None = None
-        self._first_request = True
+        super().__init__(first, initial_complete, completion, batch, error,
+                         labels={"interaction": "request-channel"})
 
-    # outbound -------------------------------------------------------------------------
-    def subscribe(self, subscriber: Subscriber):
-        self._outbound = subscriber
-        subscriber.on_subscribe(self)
-
-    def request(self, n: int):
-        emit({"event": "request_n", "interaction": "request-channel", "n": n,
-              "initial": self._first_request})
-        self._first_request = False
-        self._demand += n
-        self._drain()
-
-    def cancel(self):
-        if not self._done:
-            self._done = True
-            emit({"event": "cancel", "interaction": "request-channel"})
-
-    def _drain(self):
-        if self._done or self._outbound is None:
-            return
-        if self._error is not None:
-            self._done = True
-            self._outbound.on_error(RuntimeError(self._error))
-            return
-        while self._demand > 0 and self._queue:
-            payload, last = self._queue.pop(0)
-            self._demand -= 1
-            if last:
-                self._done = True
-                self._outbound.on_next(payload, is_complete=True)
-                return
-            self._outbound.on_next(payload)
-        if self._inbound_done and not self._queue:
-            self._done = True
-            self._outbound.on_complete()
-
-    # inbound --------------------------------------------------------------------------
-    def on_subscribe(self, subscription: Subscription):
-        self._inbound = subscription
-        if not self._initial_complete and self._error is None:
-            self._inbound.request(self._batch)
-
-    def on_next(self, value: Payload, is_complete=False):
+    def _answer(self, value: Payload, is_complete: bool) -> Payload:
         payload_event("channel_next", value.data, value.metadata, complete=is_complete)
-        if is_complete:
-            self._inbound_done = True
-            emit({"event": "channel_inbound_complete", "form": "flag"})
-        self._queue.append((Payload(value.data, value.metadata),
-                            is_complete and self._completion == "flag"))
-        self._received_since_request += 1
-        if not is_complete and self._received_since_request >= self._batch:
-            self._received_since_request = 0
-            self._inbound.request(self._batch)
-        self._drain()
-
-    def on_error(self, exception: Exception):
-        self._inbound_done = True
-        self._done = True
-        emit({"event": "channel_inbound_error", "message": str(exception)})
-
-    def on_complete(self):
-        if not self._inbound_done:
-            form = "request" if self._initial_complete else "frame"
-            emit({"event": "channel_inbound_complete", "form": form})
-        self._inbound_done = True
-        self._drain()
+        return Payload(value.data, value.metadata)
 
 
 class DemoHandler(BaseRequestHandler):
     completion = "flag"
     batch = 256
-    initial_complete = False  # set by DemoServer.handle_request_channel for the next channel
+    initial_complete = False  # set by ChannelFlagServer for the REQUEST_CHANNEL being handled
 
     async def on_setup(self, data_encoding: bytes, metadata_encoding: bytes, payload: Payload):
         pass  # reported by DemoServer.handle_setup, which sees the whole frame
@@ -240,12 +133,7 @@ class DemoHandler(BaseRequestHandler):
               "message": bytes(payload.data or b"").decode("utf-8", "replace")})
 
 
-class DemoServer(RSocketServer):
-    async def handle_request_channel(self, frame):
-        # the handler API does not say whether REQUEST_CHANNEL carried C
-        self._handler.initial_complete = bool(frame.flags_complete)
-        await super().handle_request_channel(frame)
-
+class DemoServer(ChannelFlagServer):
     async def handle_setup(self, frame):
         emit({
             "event": "setup",
@@ -267,51 +155,20 @@ def _text(value) -> str:
     return str(value)
 
 
-async def serve(args) -> None:
-    loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    connections = []
-
-    def on_connection(reader, writer):
-        connections.append(DemoServer(
-            TransportTCP(reader, writer),
-            handler_factory=DemoHandler,
-            fragment_size_bytes=args.fragment,
-        ))
-
-    server = await asyncio.start_server(on_connection, args.host, args.port)
-    port = server.sockets[0].getsockname()[1]
-    print(f"LISTENING {port}", flush=True)
-
-    if args.watch_stdin:
-        def watch():
-            sys.stdin.buffer.read()  # returns at EOF
-            loop.call_soon_threadsafe(lambda: stop.done() or stop.set_result("stdin closed"))
-        threading.Thread(target=watch, daemon=True).start()
-    loop.call_later(args.timeout, lambda: stop.done() or stop.set_result("timeout"))
-    reason = await stop
-    emit({"event": "stopping", "reason": reason})
-    server.close()
-    for connection in connections:
-        try:
-            await asyncio.wait_for(connection.close(), 2)
-        except Exception:  # noqa: BLE001 - best effort on shutdown
-            pass
-
-
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    try:
-        args = parse_server_args(argv)
-    except UsageError as exc:
-        finish(EXIT_FAILURE, {"failure": f"usage: {exc}"})
+    args = parse_or_fail(parse_server_args, argv)
     if args.fragment is not None and args.fragment < MINIMUM_FRAGMENT_SIZE:
         finish(EXIT_UNSUPPORTED, {"unsupported": (
             f"rsocket-py cannot fragment below {MINIMUM_FRAGMENT_SIZE} bytes per frame "
             "(fragment size counts the whole frame including the 3-byte length prefix)")})
     DemoHandler.completion = args.completion
     DemoHandler.batch = args.request_n
-    asyncio.run(serve(args))
+    asyncio.run(serve_tcp(args, lambda reader, writer: DemoServer(
+        TransportTCP(reader, writer),
+        handler_factory=DemoHandler,
+        fragment_size_bytes=args.fragment,
+    )))
 
 
 if __name__ == "__main__":
