@@ -7,9 +7,12 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 
 from .core.config import (
+    DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_SEND_BUFFER_SIZE,
     ConnectionConfig,
 )
 from .core.frames import SetupFrame, encode
@@ -78,6 +81,9 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             max_lifetime: int = DEFAULT_MAX_LIFETIME, fragment_size: int | None = None,
             max_frame_size: int = MAX_FRAME_LENGTH,
             max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
+            max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+            max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
+            drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
             frame_logger: Callable | None = None,
             auth: Credentials | None = None) -> Deferred:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
@@ -97,6 +103,13 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
         excluded); None fragments only payloads that cannot fit one frame.
     :param max_frame_size: largest inbound frame accepted, bytes.
     :param max_reassembled_size: largest inbound payload reassembled from fragments, bytes.
+    :param max_concurrent_streams: streams the server may have open towards this client's
+        responder at once; a request past it gets ERROR[REJECTED] (default 1024).
+    :param max_send_buffer_size: bytes queued for a server that does not read before the
+        connection is aborted and outstanding requests fail with
+        :class:`~rsocket_tx.core.errors.ExcessiveBufferingError` (default 64 MiB).
+    :param drain_timeout: milliseconds a graceful close (ours, or the server's
+        ERROR[CONNECTION_CLOSE]) waits for open streams (default 10,000; 0: close at once).
     :param frame_logger: ``callable(direction, frame)`` for a frame-level debug log.
     :param auth: connection credentials sent in the SETUP metadata (see :func:`make_setup`):
         :class:`~rsocket_tx.extensions.SimpleAuth`, ``BearerAuth`` or ``CustomAuth``.
@@ -113,7 +126,9 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     factory = RSocketClientFactory(setup, responder, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
                                    max_reassembled_size=max_reassembled_size,
-                                   frame_logger=frame_logger)
+                                   max_concurrent_streams=max_concurrent_streams,
+                                   max_send_buffer_size=max_send_buffer_size,
+                                   drain_timeout=drain_timeout, frame_logger=frame_logger)
     ep = client_endpoint(reactor, endpoint)
     d = ep.connect(factory)
     d.addCallback(lambda proto: proto.rsocket)

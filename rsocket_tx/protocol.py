@@ -5,6 +5,15 @@ Deferreds, streams and the application's :class:`~rsocket_tx.responder.Responder
 the transport's streaming producer, so a full write buffer pauses every outbound stream pump
 until the transport drains (``resumeProducing``). Writes are batched: everything the core
 queues while handling one read (or one API call) goes out in a single ``transport.write``.
+
+What waits in the transport for the peer to read is counted: the write that filled the
+transport's buffer (it pauses us), then everything written until it has drained (it resumes
+us): answers to the peer's requests, control frames. Past ``max_send_buffer_size`` the peer is
+taken not to read and the connection is aborted
+(:class:`~rsocket_tx.core.errors.ExcessiveBufferingError`).
+:meth:`RSocketProtocol.close_gracefully` and
+:meth:`RSocketServerFactory.close_connections` close gracefully (spec §Error Codes,
+CONNECTION_CLOSE).
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import CancelledError, Deferred, ensureDeferred
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, gatherResults
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
@@ -22,16 +31,21 @@ from zope.interface import implementer
 
 from .core import errors as E
 from .core.config import (
+    DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_SEND_BUFFER_SIZE,
     DEFAULT_SETUP_TIMEOUT,
     ConnectionConfig,
+    check_drain_timeout,
 )
 from .core.connection import Role, RSocketConnection
 from .core.events import (
     CancelReceived,
     ConnectionClosed,
+    ConnectionClosing,
     LeaseReceived,
     MetadataPushReceived,
     PayloadReceived,
@@ -50,6 +64,10 @@ from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_e
 __all__ = ["RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
 
 _log = Logger()
+
+#: Seconds after a graceful close's drain timeout at which a transport that has still not
+#: closed (its peer does not read the last bytes) is aborted.
+ABORT_DELAY = 1.0
 
 
 def _as_deferred(result) -> Deferred | None:
@@ -94,6 +112,10 @@ class RSocketProtocol(Protocol):
         self.setup_info: SetupInfo | None = (
             SetupInfo.from_frame(setup) if setup is not None else None)
         self._paused = False
+        self._queued = 0  # bytes written while the transport was paused
+        self._max_send_buffer = config.max_send_buffer_size
+        self._aborting = False  # the transport is being aborted: write nothing more
+        self._abort_call = None  # a graceful close's last resort
         self._dispatching = False
         self._timer = None
         self._flush_call = None  # a pending _flush_soon
@@ -124,6 +146,7 @@ class RSocketProtocol(Protocol):
             MetadataPushReceived: self._on_metadata_push,
             SetupReceived: self._on_setup,
             LeaseReceived: self._on_lease,
+            ConnectionClosing: self._on_connection_closing,
             ConnectionClosed: self._on_connection_closed,
         }
 
@@ -140,6 +163,9 @@ class RSocketProtocol(Protocol):
         self.transport.registerProducer(self, True)
         self._flush()  # the client's SETUP, in one write
         self._schedule_tick()
+        connection_made = getattr(self.factory, "_connection_made", None)
+        if connection_made is not None:
+            connection_made(self)
 
     def dataReceived(self, data: bytes) -> None:
         events = self._conn.receive_data(data, self._reactor.seconds())
@@ -148,11 +174,14 @@ class RSocketProtocol(Protocol):
         self._flush()
 
     def connectionLost(self, reason=None) -> None:
-        for call in (self._timer, self._flush_call):
+        for call in (self._timer, self._flush_call, self._abort_call):
             if call is not None and call.active():
                 call.cancel()
-        self._timer = self._flush_call = None
+        self._timer = self._flush_call = self._abort_call = None
         self._transport_gone = True
+        connection_lost = getattr(self.factory, "_connection_lost", None)
+        if connection_lost is not None:
+            connection_lost(self)
         if self._conn is not None:
             if reason is None or reason.check(ConnectionDone):
                 why = "the transport closed cleanly"
@@ -162,6 +191,13 @@ class RSocketProtocol(Protocol):
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
             d.callback(None)
+
+    @property
+    def is_closing(self) -> bool:
+        """True while a graceful close waits for open streams (:meth:`close_gracefully`, or
+        the peer's ERROR[CONNECTION_CLOSE]): the connection is open but takes no new
+        requests."""
+        return self._conn is not None and self._conn.is_closing
 
     def when_closed(self) -> Deferred:
         """A new Deferred that fires with None once the transport is gone (after every queued
@@ -180,6 +216,7 @@ class RSocketProtocol(Protocol):
 
     def resumeProducing(self) -> None:
         self._paused = False
+        self._queued = 0  # a transport resumes us once its buffer has drained
         for pump in list(self._pumps.values()):
             pump.resume()
 
@@ -202,15 +239,44 @@ class RSocketProtocol(Protocol):
             return
         chunks = conn.chunks_to_send()
         if chunks:
+            paused = self._paused
+            if paused:
+                # the transport's buffer is full: what we add now waits for the peer to read
+                self._queued += sum(map(len, chunks))
+                if self._queued > self._max_send_buffer:
+                    self._excessive_buffering()
+                    return
             if len(chunks) <= 4:
                 # one frame, or a large payload queued as header + data: no copy here
                 self.transport.writeSequence(chunks)
             else:
                 self.transport.write(b"".join(chunks))  # many small frames: one C-level join
+            if self._paused and not paused:
+                # this write filled the transport's buffer: it waits for the peer, in full
+                self._queued = sum(map(len, chunks))
+                if self._queued > self._max_send_buffer:
+                    self._excessive_buffering()
+                    return
         if self._written:
             self._fire_written()
-        if not conn.is_open and self.transport is not None:
+        if not conn.is_open and self.transport is not None and not self._aborting:
+            if not self._ended:
+                # a graceful close ended with the last stream, in an API call: its
+                # ConnectionClosed is pending
+                pending = conn.pending_events()
+                if pending:
+                    self._handle_now(pending)
+                    return
             self.transport.loseConnection()
+
+    def _excessive_buffering(self) -> None:
+        """The peer does not read: abort the connection (nothing more is written)."""
+        error = E.ExcessiveBufferingError(
+            f"the peer is not reading: {self._queued} bytes are queued for it, more than the "
+            f"max_send_buffer_size of {self._max_send_buffer} bytes; the connection is aborted")
+        _log.warn("RSocket connection aborted: {error}", error=error)
+        self._aborting = True
+        self._handle_now(self._conn.connection_lost(error=error))
 
     def _flush_soon(self) -> None:
         """Write what the core queued at the end of this reactor turn.
@@ -484,6 +550,12 @@ class RSocketProtocol(Protocol):
             return
         self._call_one_way(responder.metadata_push, event.metadata)
 
+    def _on_connection_closing(self, event: ConnectionClosing) -> None:
+        self._schedule_tick()  # the drain deadline
+        if event.by_peer:
+            _log.info("RSocket peer is closing the connection ({error}); waiting for "
+                      "{n} open stream(s)", error=event.error, n=event.open_streams)
+
     def _on_connection_closed(self, event: ConnectionClosed) -> None:
         error = event.error or E.ConnectionLostError("the connection was closed")
         if not isinstance(error, E.ConnectionError) and not isinstance(error, E.SetupError) \
@@ -505,10 +577,17 @@ class RSocketProtocol(Protocol):
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._timer = None
-        if event.by_peer and event.error is not None:
+        if event.by_peer and event.error is not None and not self._aborting:
             _log.info("RSocket connection closed: {error}", error=event.error)
         self._ended = True
-        if self.transport is not None and not self._transport_gone:
+        if self._aborting:
+            written, self._written = self._written, []
+            for d in written:
+                d.errback(error)
+            if self.transport is not None and not self._transport_gone:
+                abort = getattr(self.transport, "abortConnection", None)
+                (abort or self.transport.loseConnection)()
+        elif self.transport is not None and not self._transport_gone:
             data = self._conn.data_to_send()
             if data:
                 self.transport.write(data)
@@ -620,7 +699,9 @@ class RSocketProtocol(Protocol):
             self._flush(force=True)
 
     def close(self, error: E.RSocketError | None = None) -> Deferred:
-        """Close the connection (after writing ``error`` as ERROR on stream 0, if given).
+        """Close the connection now (after writing ``error`` as ERROR on stream 0, if given);
+        outstanding requests fail with :class:`~rsocket_tx.core.errors.ConnectionLostError`.
+        See :meth:`close_gracefully` to let them finish.
 
         :returns: Deferred firing with None once the transport is gone.
         """
@@ -631,10 +712,60 @@ class RSocketProtocol(Protocol):
             self.transport.loseConnection()
         return d
 
+    def close_gracefully(self, drain_timeout: int | None = None,
+                         reason: str = "the connection is closing") -> Deferred:
+        """Close gracefully (spec §Error Codes, CONNECTION_CLOSE).
+
+        New requests are refused at once: ours raise
+        :class:`~rsocket_tx.core.errors.LocalProtocolError`, the peer's get ERROR[REJECTED]
+        "connection closing". Open streams may finish; when the last has, ERROR[CONNECTION_CLOSE]
+        is sent and the transport closed. If they have not finished within ``drain_timeout``,
+        ERROR[CONNECTION_CLOSE] is sent anyway, they fail with
+        :class:`~rsocket_tx.core.errors.ConnectionCloseError` and the transport is closed; a
+        transport still not gone :data:`ABORT_DELAY` seconds later (a peer that does not read)
+        is aborted. Calling it again can only shorten the timeout.
+
+        :param drain_timeout: milliseconds (0 .. 2^31-1) the open streams get; None: the
+            connection's ``drain_timeout`` setting (default 10,000); 0: close at once.
+        :param reason: the message of the ERROR[CONNECTION_CLOSE].
+        :returns: Deferred firing with None once the transport is gone.
+        :raises ValueError: ``drain_timeout`` is out of range.
+        """
+        if drain_timeout is None:
+            drain_timeout = self._config.drain_timeout
+        check_drain_timeout(drain_timeout)
+        d = self.when_closed()
+        conn = self._conn
+        if conn is None or self._transport_gone:
+            return d
+        if not conn.is_open:
+            self.transport.loseConnection()
+            return d
+        now = self._reactor.seconds()
+        delay = drain_timeout / 1000.0 + ABORT_DELAY
+        call = self._abort_call
+        if call is None:
+            self._abort_call = self._reactor.callLater(delay, self._abort_transport)
+        elif call.getTime() > now + delay:
+            call.reset(delay)
+        self._handle_now(conn.begin_close(now, drain_timeout, reason))
+        self._schedule_tick()  # the drain deadline
+        return d
+
+    def _abort_transport(self) -> None:
+        self._abort_call = None
+        if self.transport is None or self._transport_gone:
+            return
+        _log.info("RSocket connection aborted: its transport did not close within "
+                  "{delay} s of the drain timeout", delay=ABORT_DELAY)
+        self._aborting = True
+        self.transport.abortConnection()
+
 
 class _FactoryMixin:
     def _init_common(self, *, reactor, fragment_size, max_frame_size, max_reassembled_size,
-                     setup_timeout, keepalive_interval, max_lifetime, frame_logger) -> None:
+                     setup_timeout, keepalive_interval, max_lifetime, max_concurrent_streams,
+                     max_send_buffer_size, drain_timeout, frame_logger) -> None:
         if reactor is None:
             from twisted.internet import reactor as global_reactor
             reactor = global_reactor
@@ -642,7 +773,9 @@ class _FactoryMixin:
         self.config = ConnectionConfig(
             fragment_size=fragment_size, max_frame_size=max_frame_size,
             max_reassembled_size=max_reassembled_size, setup_timeout=setup_timeout,
-            keepalive_interval=keepalive_interval, max_lifetime=max_lifetime)
+            keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
+            max_concurrent_streams=max_concurrent_streams,
+            max_send_buffer_size=max_send_buffer_size, drain_timeout=drain_timeout)
         self.frame_logger = frame_logger
 
 
@@ -657,8 +790,16 @@ class RSocketServerFactory(_FactoryMixin, Factory):
     :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
     :param max_reassembled_size: largest payload reassembled from fragments, bytes.
     :param setup_timeout: milliseconds a client may take to send SETUP.
+    :param max_concurrent_streams: streams a client may have open towards us at once; a
+        request past it is answered with ERROR[REJECTED].
+    :param max_send_buffer_size: bytes queued for a client that does not read before its
+        connection is aborted.
+    :param drain_timeout: milliseconds a graceful close (:meth:`close_connections`, a
+        client's ERROR[CONNECTION_CLOSE]) waits for open streams; 0: close at once.
     :param frame_logger: ``callable(direction, frame)`` debug hook.
     :raises ValueError: a setting is out of range.
+
+    :ivar connections: the connected :class:`RSocketProtocol` instances (a set).
     """
 
     def __init__(self, responder_factory: Callable[[], Responder] | None = None, *,
@@ -666,6 +807,9 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                  max_frame_size: int = MAX_FRAME_LENGTH,
                  max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
                  setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
+                 max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+                 max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
+                 drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
                  frame_logger: Callable | None = None) -> None:
         if responder_factory is None:
             from .demo import DemoResponder
@@ -678,7 +822,12 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                           max_reassembled_size=max_reassembled_size,
                           setup_timeout=setup_timeout,
                           keepalive_interval=DEFAULT_KEEPALIVE_INTERVAL,
-                          max_lifetime=DEFAULT_MAX_LIFETIME, frame_logger=frame_logger)
+                          max_lifetime=DEFAULT_MAX_LIFETIME,
+                          max_concurrent_streams=max_concurrent_streams,
+                          max_send_buffer_size=max_send_buffer_size,
+                          drain_timeout=drain_timeout, frame_logger=frame_logger)
+        self.connections: set[RSocketProtocol] = set()
+        self._closing: tuple[int | None, str] | None = None
 
     def buildProtocol(self, addr) -> RSocketProtocol:
         proto = RSocketProtocol(Role.SERVER, self.config, reactor=self.reactor,
@@ -686,6 +835,32 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                                 frame_logger=self.frame_logger)
         proto.factory = self
         return proto
+
+    def close_connections(self, drain_timeout: int | None = None,
+                          reason: str = "the server is shutting down") -> Deferred:
+        """Close every connection gracefully (:meth:`RSocketProtocol.close_gracefully`), and
+        the ones made from now on as soon as they are made: stop listening first.
+
+        :param drain_timeout: milliseconds open streams get; None: the ``drain_timeout``
+            setting; 0: close at once.
+        :param reason: the message of the ERROR[CONNECTION_CLOSE] each peer gets.
+        :returns: Deferred firing with None once every transport is gone: at most
+            ``drain_timeout`` ms + :data:`ABORT_DELAY` s.
+        :raises ValueError: ``drain_timeout`` is out of range.
+        """
+        if drain_timeout is not None:
+            check_drain_timeout(drain_timeout)
+        self._closing = (drain_timeout, reason)
+        closed = [p.close_gracefully(drain_timeout, reason) for p in list(self.connections)]
+        return gatherResults(closed).addCallback(lambda _: None)
+
+    def _connection_made(self, proto: RSocketProtocol) -> None:
+        self.connections.add(proto)
+        if self._closing is not None:
+            proto.close_gracefully(*self._closing)
+
+    def _connection_lost(self, proto: RSocketProtocol) -> None:
+        self.connections.discard(proto)
 
 
 class RSocketClientFactory(_FactoryMixin, ClientFactory):
@@ -701,6 +876,9 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                  fragment_size: int | None = None,
                  max_frame_size: int = MAX_FRAME_LENGTH,
                  max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
+                 max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+                 max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
+                 drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
                  frame_logger: Callable | None = None) -> None:
         self.setup = setup
         self.responder = responder
@@ -709,7 +887,10 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                           max_reassembled_size=max_reassembled_size,
                           setup_timeout=DEFAULT_SETUP_TIMEOUT,
                           keepalive_interval=setup.keepalive_interval,
-                          max_lifetime=setup.max_lifetime, frame_logger=frame_logger)
+                          max_lifetime=setup.max_lifetime,
+                          max_concurrent_streams=max_concurrent_streams,
+                          max_send_buffer_size=max_send_buffer_size,
+                          drain_timeout=drain_timeout, frame_logger=frame_logger)
 
     def buildProtocol(self, addr) -> RSocketProtocol:
         proto = RSocketProtocol(Role.CLIENT, self.config, reactor=self.reactor,

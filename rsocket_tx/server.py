@@ -7,7 +7,10 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 
 from .core.config import (
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_SEND_BUFFER_SIZE,
     DEFAULT_SETUP_TIMEOUT,
 )
 from .core.framing import MAX_FRAME_LENGTH
@@ -23,6 +26,9 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
           max_frame_size: int = MAX_FRAME_LENGTH,
           max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
           setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
+          max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+          max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
+          drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
           frame_logger: Callable | None = None) -> Deferred:
     """Serve RSocket on ``endpoint``.
 
@@ -36,8 +42,16 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
     :param max_reassembled_size: largest inbound reassembled payload, bytes.
     :param setup_timeout: milliseconds a client may take to send SETUP before it is dropped.
+    :param max_concurrent_streams: streams one client may have open towards the server at
+        once; a request past it gets ERROR[REJECTED] (default 1024).
+    :param max_send_buffer_size: bytes queued for a client that does not read before its
+        connection is aborted (default 64 MiB).
+    :param drain_timeout: milliseconds a graceful close waits for open streams (default
+        10,000; 0: close at once). ``port.factory.close_connections()`` closes every
+        connection gracefully; stop listening first (``port.stopListening()``).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
-    :returns: Deferred firing with the ``IListeningPort``.
+    :returns: Deferred firing with the ``IListeningPort`` (its ``factory`` is the
+        :class:`~rsocket_tx.protocol.RSocketServerFactory`).
     :raises ValueError: a bad endpoint string or setting.
     """
     if reactor is None:
@@ -46,5 +60,8 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     factory = RSocketServerFactory(responder_factory, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
                                    max_reassembled_size=max_reassembled_size,
-                                   setup_timeout=setup_timeout, frame_logger=frame_logger)
+                                   setup_timeout=setup_timeout,
+                                   max_concurrent_streams=max_concurrent_streams,
+                                   max_send_buffer_size=max_send_buffer_size,
+                                   drain_timeout=drain_timeout, frame_logger=frame_logger)
     return server_endpoint(reactor, endpoint).listen(factory)

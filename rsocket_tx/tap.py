@@ -23,12 +23,23 @@ from dataclasses import dataclass
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService
-from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
+from twisted.internet.defer import (
+    Deferred,
+    DeferredList,
+    gatherResults,
+    maybeDeferred,
+    succeed,
+)
 from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.logger import Logger
 from twisted.python import usage
 from zope.interface import implementer
 
+from .core.config import (
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT_STREAMS,
+    DEFAULT_MAX_SEND_BUFFER_SIZE,
+)
 from .core.errors import UnsupportedSetupError, error_code_name
 from .endpoints import server_endpoint
 
@@ -86,6 +97,13 @@ class ServerSettings:
         in milliseconds (0: no limit); a smaller one is refused with ERROR[UNSUPPORTED_SETUP].
     :ivar max_lifetime_limit: the largest max lifetime a client may ask for in SETUP, in
         milliseconds (0: no limit); a larger one is refused with ERROR[UNSUPPORTED_SETUP].
+    :ivar max_concurrent_streams: streams one client may have open towards the server at once
+        (>= 1); a request past it is answered with ERROR[REJECTED].
+    :ivar max_send_buffer_size: bytes queued for a client that does not read before its
+        connection is aborted (>= 1).
+    :ivar drain_timeout: milliseconds open streams get to finish in a graceful close (on
+        stop, e.g. SIGTERM, or a client's ERROR[CONNECTION_CLOSE]) before the connection is
+        closed anyway (>= 0; 0: close at once).
     :ivar debug: log every frame sent and received (twisted.logger, level debug).
     """
 
@@ -98,6 +116,9 @@ class ServerSettings:
     setup_timeout: int = 30_000
     min_keepalive_interval: int = 0
     max_lifetime_limit: int = 0
+    max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS
+    max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
     debug: bool = False
 
 
@@ -168,6 +189,28 @@ SERVER_OPTIONS: tuple[ServerOption, ...] = (
         "MS",
         "refuse clients whose SETUP asks for a max lifetime above MS milliseconds"
         " (ERROR[UNSUPPORTED_SETUP]; default 0: no limit)",
+    ),
+    ServerOption(
+        "max-concurrent-streams",
+        "max_concurrent_streams",
+        "N",
+        "streams one client may have open at once; more requests are answered with"
+        f" ERROR[REJECTED] (default {DEFAULT_MAX_CONCURRENT_STREAMS})",
+    ),
+    ServerOption(
+        "max-send-buffer-size",
+        "max_send_buffer_size",
+        "BYTES",
+        "bytes queued for a client that does not read before its connection is aborted"
+        f" (default {DEFAULT_MAX_SEND_BUFFER_SIZE})",
+    ),
+    ServerOption(
+        "drain-timeout",
+        "drain_timeout",
+        "MS",
+        "milliseconds open streams get to finish in a graceful close (on SIGTERM, or a"
+        " client's ERROR[CONNECTION_CLOSE]) before the connection closes anyway"
+        f" (0: at once; default {DEFAULT_DRAIN_TIMEOUT})",
     ),
 )
 
@@ -299,6 +342,9 @@ def parse_server_settings(
     setup_timeout=None,
     min_keepalive_interval=None,
     max_lifetime_limit=None,
+    max_concurrent_streams=None,
+    max_send_buffer_size=None,
+    drain_timeout=None,
     debug: bool = False,
 ) -> ServerSettings:
     """Validate server options as typed on a command line; ``None`` means "not given".
@@ -313,6 +359,9 @@ def parse_server_settings(
     :param setup_timeout: milliseconds, >= 1.
     :param min_keepalive_interval: milliseconds, >= 0 (0: no limit).
     :param max_lifetime_limit: milliseconds, >= 0 (0: no limit).
+    :param max_concurrent_streams: streams, 1 .. 2^31-1.
+    :param max_send_buffer_size: bytes, >= 1.
+    :param drain_timeout: milliseconds, 0 .. 2^31-1 (0: close at once).
     :param debug: log every frame.
     :returns: the validated :class:`ServerSettings`.
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
@@ -376,6 +425,26 @@ def parse_server_settings(
                 "max-lifetime-limit", max_lifetime_limit, minimum=0, unit="milliseconds"
             ),
             defaults.max_lifetime_limit,
+        ),
+        max_concurrent_streams=pick(
+            parse_int_option(
+                "max-concurrent-streams",
+                max_concurrent_streams,
+                minimum=1,
+                maximum=2**31 - 1,
+                unit="streams",
+            ),
+            defaults.max_concurrent_streams,
+        ),
+        max_send_buffer_size=pick(
+            parse_int_option("max-send-buffer-size", max_send_buffer_size, minimum=1, unit="bytes"),
+            defaults.max_send_buffer_size,
+        ),
+        drain_timeout=pick(
+            parse_int_option(
+                "drain-timeout", drain_timeout, minimum=0, maximum=2**31 - 1, unit="milliseconds"
+            ),
+            defaults.drain_timeout,
         ),
         debug=bool(debug),
     )
@@ -569,6 +638,25 @@ class RSocketServerService(MultiService):
                 )
         self.running = False
 
+    def stopService(self) -> Deferred:
+        """Stop listening, then close every connection gracefully (what twistd does on
+        SIGTERM): open streams get ``drain_timeout`` ms to finish; new requests are refused.
+
+        :returns: a Deferred (twistd waits for it) firing once every endpoint has stopped
+            listening and every connection is closed: at most ``drain_timeout`` ms plus
+            :data:`rsocket_tx.protocol.ABORT_DELAY` s.
+        """
+        stopped = maybeDeferred(super().stopService)
+        connections = len(self.factory.connections)
+        if connections:
+            log.info(
+                "Closing {n} RSocket connection(s) gracefully (drain timeout {timeout} ms)",
+                n=connections,
+                timeout=self.settings.drain_timeout,
+            )
+        closed = self.factory.close_connections()
+        return gatherResults([stopped, closed], consumeErrors=True).addCallback(lambda _: None)
+
     def when_listening(self) -> Deferred:
         """Fire with the list of listening ports (in ``--listen`` order) once every endpoint
         listens, or fail with the first endpoint's error. Call after :meth:`startService`."""
@@ -633,6 +721,9 @@ def build_service(settings: ServerSettings, reactor=None) -> RSocketServerServic
         max_frame_size=settings.max_frame_size,
         max_reassembled_size=settings.max_reassembled_size,
         setup_timeout=settings.setup_timeout,
+        max_concurrent_streams=settings.max_concurrent_streams,
+        max_send_buffer_size=settings.max_send_buffer_size,
+        drain_timeout=settings.drain_timeout,
         frame_logger=make_frame_logger() if settings.debug else None,
     )
     factory.noisy = False  # "listening on" is logged by the service, with the endpoint

@@ -281,6 +281,9 @@ def test_make_service_structure(recording_factory):
         "max_frame_size": 1000,
         "max_reassembled_size": 5000,
         "setup_timeout": 1234,
+        "max_concurrent_streams": 1024,
+        "max_send_buffer_size": 67_108_864,
+        "drain_timeout": 10_000,
         "frame_logger": None,
     }
     assert factory.noisy is False

@@ -8,9 +8,13 @@ from .framing import MAX_FRAME_LENGTH
 
 __all__ = [
     "ConnectionConfig",
+    "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_KEEPALIVE_INTERVAL",
+    "DEFAULT_MAX_CONCURRENT_STREAMS",
     "DEFAULT_MAX_LIFETIME",
     "DEFAULT_MAX_REASSEMBLED_SIZE",
+    "DEFAULT_MAX_RESUME_BUFFER_SIZE",
+    "DEFAULT_MAX_SEND_BUFFER_SIZE",
     "DEFAULT_SETUP_TIMEOUT",
     "MIN_FRAGMENT_SIZE",
     "SUPPORTED_VERSIONS",
@@ -20,6 +24,18 @@ DEFAULT_KEEPALIVE_INTERVAL = 20_000  # ms
 DEFAULT_MAX_LIFETIME = 90_000  # ms
 DEFAULT_MAX_REASSEMBLED_SIZE = 64 * 1024 * 1024  # bytes
 DEFAULT_SETUP_TIMEOUT = 30_000  # ms
+#: Streams the peer may have open towards us at once. Reactor's flatMap (what Java clients
+#: usually pipeline requests with) keeps 256 in flight; 1024 leaves room for several such
+#: clients on one connection while bounding the per-connection stream state a peer can pin.
+DEFAULT_MAX_CONCURRENT_STREAMS = 1024
+#: Bytes waiting in the transport for a peer to read before it counts as not reading. The
+#: default max reassembled size: a payload as large as the largest we accept, sent in one
+#: write, fits.
+DEFAULT_MAX_SEND_BUFFER_SIZE = 64 * 1024 * 1024  # bytes
+#: How long a graceful close waits for outstanding streams before it closes anyway.
+DEFAULT_DRAIN_TIMEOUT = 10_000  # ms
+#: Bytes of sent frames kept for resumption (spec §Resuming Operation), once resume exists.
+DEFAULT_MAX_RESUME_BUFFER_SIZE = 16 * 1024 * 1024  # bytes
 MIN_FRAGMENT_SIZE = 64  # bytes
 #: (major, minor) versions a server accepts in SETUP: 1.0, and 0.2 of the drafts, which is
 #: wire-compatible with 1.0.
@@ -45,6 +61,22 @@ class ConnectionConfig:
         inbound fragments; past it, only that stream ends (ERROR[INVALID] or CANCEL to the
         peer, :class:`~rsocket_tx.core.errors.PayloadTooLargeError` locally). Default 64 MiB.
     :param setup_timeout: server: milliseconds a new connection may take to send SETUP.
+    :param max_concurrent_streams: how many streams the *peer* may have open towards us at once
+        (requests it made that have not ended, including requests still arriving in fragments;
+        a fire-and-forget holds no stream). A request past it is answered with ERROR[REJECTED]
+        naming the limit; the connection stays up. Default 1024, at least 1.
+    :param max_send_buffer_size: bytes that may wait in the transport for the peer to read:
+        the write that filled the transport's buffer (it paused us) plus what we write until
+        it has drained (it resumes us). Past it the peer is taken not to read: the connection
+        is aborted and outstanding requests fail with
+        :class:`~rsocket_tx.core.errors.ExcessiveBufferingError`. Enforced by the transport
+        layer (:class:`~rsocket_tx.protocol.RSocketProtocol`). Default 64 MiB, at least 1.
+    :param drain_timeout: graceful close (ours, or the peer's ERROR[CONNECTION_CLOSE]):
+        milliseconds outstanding streams get to finish before the connection closes anyway.
+        0 closes at once. Default 10,000.
+    :param max_resume_buffer_size: bytes of sent frames kept so that a resumed connection can
+        send them again (spec §Resuming Operation): it bounds the resume buffer. Resumption
+        is not implemented yet; the setting is checked now. Default 16 MiB, at least 1.
     :param length_prefixed: True for byte-stream transports (TCP): frames carry the 24-bit
         length prefix. False for message transports (WebSocket).
     :raises ValueError: a setting is out of range (see :meth:`validate`).
@@ -56,6 +88,10 @@ class ConnectionConfig:
     max_frame_size: int = MAX_FRAME_LENGTH
     max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE
     setup_timeout: int = DEFAULT_SETUP_TIMEOUT
+    max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS
+    max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
+    drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
+    max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE
     length_prefixed: bool = True
 
     def __post_init__(self) -> None:
@@ -74,11 +110,24 @@ class ConnectionConfig:
         _check_range("max_frame_size", self.max_frame_size, 64, MAX_FRAME_LENGTH, "bytes")
         _check_range("max_reassembled_size", self.max_reassembled_size, 1, 2**62, "bytes")
         _check_range("setup_timeout", self.setup_timeout, 1, 2**31 - 1, "ms")
+        _check_range("max_concurrent_streams", self.max_concurrent_streams, 1, 2**31 - 1,
+                     "streams")
+        _check_range("max_send_buffer_size", self.max_send_buffer_size, 1, 2**62, "bytes")
+        check_drain_timeout(self.drain_timeout)
+        _check_range("max_resume_buffer_size", self.max_resume_buffer_size, 1, 2**62, "bytes")
 
     @property
     def outbound_frame_limit(self) -> int:
         """The largest frame we send, in bytes (fragment size, or the 24-bit maximum)."""
         return self.fragment_size or MAX_FRAME_LENGTH
+
+
+def check_drain_timeout(value: object) -> None:
+    """Check a drain timeout (milliseconds, 0 .. 2^31-1).
+
+    :raises ValueError: naming ``drain_timeout``, its value and the allowed range.
+    """
+    _check_range("drain_timeout", value, 0, 2**31 - 1, "ms")
 
 
 def _check_range(name: str, value: object, low: int, high: int, unit: str) -> None:

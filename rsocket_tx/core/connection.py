@@ -19,10 +19,11 @@ from collections.abc import Callable
 from struct import Struct
 
 from . import errors as E
-from .config import SUPPORTED_VERSIONS, ConnectionConfig
+from .config import SUPPORTED_VERSIONS, ConnectionConfig, check_drain_timeout
 from .events import (
     CancelReceived,
     ConnectionClosed,
+    ConnectionClosing,
     Event,
     LeaseReceived,
     MetadataPushReceived,
@@ -167,6 +168,16 @@ class RSocketConnection:
         self._next_keepalive: float | None = None
         self._setup_deadline: float | None = None
         self._setup_confirmed = False
+        # streams the peer opened that are still open, and how many it may have: a request
+        # past the limit is rejected (one int compare). A graceful close sets the limit to -1.
+        self._peer_streams = 0
+        self._stream_limit = config.max_concurrent_streams
+        self._closing = False  # a graceful close is under way
+        self._closing_error: E.ConnectionCloseError | None = None  # the peer's, if it asked
+        self._close_message = ""
+        self._drain_timeout = 0
+        self._drain_deadline: float | None = None
+        self._pending: list[Event] = []  # events of a close completed outside receive/tick
         self._dispatch = {
             FrameType.SETUP: self._on_setup,
             FrameType.LEASE: self._on_lease,
@@ -206,9 +217,20 @@ class RSocketConnection:
         return self.state != _CLOSED
 
     @property
+    def is_closing(self) -> bool:
+        """True while a graceful close waits for open streams (see :meth:`begin_close`)."""
+        return self._closing and self.state != _CLOSED
+
+    @property
     def stream_count(self) -> int:
         """Streams currently open on this connection."""
         return len(self._streams)
+
+    @property
+    def peer_stream_count(self) -> int:
+        """Streams the peer opened that are still open (what ``max_concurrent_streams``
+        bounds)."""
+        return self._peer_streams
 
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is an open stream."""
@@ -349,9 +371,11 @@ class RSocketConnection:
                                       ft == 7 and tf & FLAG_COMPLETE != 0, n, parts[0],
                                       parts[1], events)
                         continue
-            self._receive_one(buf, events)
             if self.state == _CLOSED:
                 break
+            self._receive_one(buf, events)
+        if self._pending:
+            events += self.pending_events()
         return events
 
     def receive_frame(self, frame: bytes, now: float | None = None) -> list[Event]:
@@ -368,7 +392,17 @@ class RSocketConnection:
         events: list[Event] = []
         self._mark_alive(now)
         self._receive_one(frame, events)
+        if self._pending:
+            events += self.pending_events()
         return events
+
+    def pending_events(self) -> list[Event]:
+        """Take the events produced outside :meth:`receive_data`, :meth:`receive_frame` and
+        :meth:`tick`: during a graceful close, the :class:`ConnectionClosed` that follows when
+        a ``send_*`` call ends the last open stream. Call after such calls (those methods
+        return these events themselves)."""
+        pending, self._pending = self._pending, []
+        return pending
 
     def _mark_alive(self, now: float | None) -> None:
         if now is None:
@@ -423,6 +457,8 @@ class RSocketConnection:
                 return self._close_with(E.InvalidSetupError(
                     f"no SETUP received within {self.config.setup_timeout} ms"), True)
             return []
+        if self._drain_deadline is not None and now >= self._drain_deadline:
+            return self._drain_expired()
         lifetime = self._max_lifetime_seconds()
         if now - self._last_alive >= lifetime:
             return self._close_with(E.ConnectionLostError(
@@ -449,7 +485,10 @@ class RSocketConnection:
         check = self._next_keepalive
         if check is None:
             check = self._now + self.setup.keepalive_interval / 1000.0
-        return check if check < deadline else deadline
+        if check > deadline:
+            check = deadline
+        drain = self._drain_deadline
+        return drain if drain is not None and drain < check else check
 
     def _max_lifetime_seconds(self) -> float:
         return self.setup.max_lifetime / 1000.0
@@ -461,6 +500,9 @@ class RSocketConnection:
             raise E.LocalProtocolError("the connection is closed")
         if self.state == _AWAIT_SETUP:
             raise E.LocalProtocolError("the connection is not established (no SETUP yet)")
+        if self._closing:
+            raise E.LocalProtocolError(
+                "the connection is closing (graceful close): it accepts no new requests")
         sid = self._next_stream_id
         if sid > MAX_U31:
             raise E.StreamIdsExhaustedError(
@@ -565,7 +607,7 @@ class RSocketConnection:
         if s is None:
             raise E.LocalProtocolError(f"stream {stream_id} is not open")
         self._queue(self._error_bytes(stream_id, error.error_code, error.message))
-        del self._streams[stream_id]
+        self._drop(stream_id, s)
 
     def send_cancel(self, stream_id: int) -> None:
         """Send CANCEL: we want nothing more on this stream; it ends here (spec §CANCEL).
@@ -577,13 +619,13 @@ class RSocketConnection:
             return
         self._queue(_HEADER.pack(stream_id, FrameType.CANCEL << 10))
         if s.requester:
-            del self._streams[stream_id]
+            self._drop(stream_id, s)
         else:
             # responder of a channel canceling its inbound half: stop receiving
             s.recv_open = False
             s.reassembly = None
             if not s.send_open:
-                del self._streams[stream_id]
+                self._drop(stream_id, s)
 
     def send_request_n(self, stream_id: int, n: int) -> None:
         """Grant the peer ``n`` more items on ``stream_id`` (spec §REQUEST_N Frame).
@@ -598,15 +640,32 @@ class RSocketConnection:
             return
         self._queue(_REQUEST_N_HEAD.pack(stream_id, FrameType.REQUEST_N << 10, n))
 
+    # (the two half-closes inline _drop: they end most streams)
     def _half_close_send(self, stream_id: int, s: _Stream) -> None:
         s.send_open = False
         if not s.recv_open:
             del self._streams[stream_id]
+            if not s.requester:
+                self._peer_streams -= 1
+            if self._closing and not self._streams:
+                self._drained()
 
     def _half_close_recv(self, stream_id: int, s: _Stream) -> None:
         s.recv_open = False
         if not s.send_open:
             del self._streams[stream_id]
+            if not s.requester:
+                self._peer_streams -= 1
+            if self._closing and not self._streams:
+                self._drained()
+
+    def _drop(self, stream_id: int, s: _Stream) -> None:
+        """Forget an ended stream; the last one to end during a graceful close closes."""
+        del self._streams[stream_id]
+        if not s.requester:
+            self._peer_streams -= 1
+        if self._closing and not self._streams:
+            self._drained()
 
     # ---------------------------------------------------------------------------- setup
 
@@ -632,6 +691,79 @@ class RSocketConnection:
                                     report=None, send=False)
         return self._close_with(error, False)
 
+    def begin_close(self, now: float | None = None, drain_timeout: int | None = None,
+                    reason: str = "the connection is closing") -> list[Event]:
+        """Close gracefully (spec §Error Codes, CONNECTION_CLOSE): refuse new requests, let the
+        open streams finish, then send ERROR[CONNECTION_CLOSE] and close.
+
+        From now on our new requests raise
+        :class:`~rsocket_tx.core.errors.LocalProtocolError` and the peer's are answered with
+        ERROR[REJECTED] "connection closing". The ERROR[CONNECTION_CLOSE] goes out only once
+        the streams are done: peers such as rsocket-java end every stream at once when any
+        ERROR arrives on stream 0, which would cut short the streams this close lets finish.
+
+        :param now: the current time in seconds (the clock of :meth:`tick`); None: the last
+            time this connection was given.
+        :param drain_timeout: milliseconds the open streams get (0 .. 2^31-1); None: the
+            configured ``drain_timeout``. 0 closes at once. When it passes, :meth:`tick` sends
+            ERROR[CONNECTION_CLOSE] and closes; the streams still open fail with
+            :class:`~rsocket_tx.core.errors.ConnectionCloseError`.
+        :param reason: the ERROR[CONNECTION_CLOSE] message.
+        :returns: :class:`~rsocket_tx.core.events.ConnectionClosing`, then
+            :class:`~rsocket_tx.core.events.ConnectionClosed` at once if no stream is open (or
+            the timeout is 0); ``[]`` if the connection is closed already. When a later
+            ``send_*`` call ends the last stream, its ConnectionClosed comes from
+            :meth:`pending_events`; ``receive_*`` and ``tick`` return theirs.
+        :raises ValueError: ``drain_timeout`` out of range.
+        """
+        if drain_timeout is None:
+            drain_timeout = self.config.drain_timeout
+        check_drain_timeout(drain_timeout)
+        if self.state == _CLOSED:
+            return []
+        if now is not None:
+            self._now = now
+        deadline = self._now + drain_timeout / 1000.0
+        if self._closing:  # already closing: a shorter timeout still applies
+            if deadline < self._drain_deadline:
+                self._drain_deadline = deadline
+                self._drain_timeout = drain_timeout
+            return []
+        self._start_closing(None, drain_timeout, reason)
+        events: list[Event] = [ConnectionClosing(None, False, len(self._streams))]
+        if not self._streams:
+            self._drained()
+        elif drain_timeout == 0:
+            events += self._drain_expired()
+        events += self.pending_events()
+        return events
+
+    def _start_closing(self, peer_error: E.ConnectionCloseError | None, drain_timeout: int,
+                       message: str) -> None:
+        self._closing = True
+        self._stream_limit = -1  # every new request from the peer is refused
+        self._closing_error = peer_error
+        self._close_message = message
+        self._drain_timeout = drain_timeout
+        self._drain_deadline = self._now + drain_timeout / 1000.0
+
+    def _drained(self) -> None:
+        """The last stream of a graceful close ended: close (ERROR[CONNECTION_CLOSE] first
+        when the close is ours; the peer that asked for it needs no answer)."""
+        peer_error = self._closing_error
+        if peer_error is None:
+            self._pending += self._close_with(E.ConnectionCloseError(self._close_message),
+                                              False, report=None)
+        else:
+            self._pending += self._close_with(peer_error, True, send=False)
+
+    def _drain_expired(self) -> list[Event]:
+        n = len(self._streams)
+        error = E.ConnectionCloseError(
+            f"{n} stream{'' if n == 1 else 's'} still open after the drain timeout of "
+            f"{self._drain_timeout} ms")
+        return self._close_with(error, self._closing_error is not None)
+
     def _error_bytes(self, stream_id: int, code: int, message: str) -> bytes:
         data = message.encode("utf-8", "replace")
         room = self._limit - 10  # an ERROR frame cannot be fragmented: cut a long message
@@ -651,19 +783,29 @@ class RSocketConnection:
             self._queue(self._error_bytes(0, error.error_code, error.message))
         self.state = _CLOSED
         self._streams.clear()
+        self._peer_streams = 0
+        self._drain_deadline = None
         reported = error if report is True else report
         self.closed_error = reported
         return [ConnectionClosed(reported, by_peer)]
 
-    def connection_lost(self, reason: str = "the transport closed") -> list[Event]:
-        """The transport is gone: end everything without sending.
+    def connection_lost(self, reason: str = "the transport closed", *,
+                        error: E.ConnectionLostError | None = None) -> list[Event]:
+        """The transport is gone (or is being aborted): end everything without sending.
 
+        :param error: the error to report instead of a ConnectionLostError made from
+            ``reason`` (e.g. :class:`~rsocket_tx.core.errors.ExcessiveBufferingError`).
         :returns: a :class:`ConnectionClosed` carrying a
             :class:`~rsocket_tx.core.errors.ConnectionLostError`, or ``[]`` if already closed.
+            During a graceful close the peer asked for, it carries the peer's
+            :class:`~rsocket_tx.core.errors.ConnectionCloseError` instead: the peer closed
+            after its ERROR[CONNECTION_CLOSE] (its drain timeout passed), which says why.
         """
         if self.state == _CLOSED:
             return []
-        return self._close_with(E.ConnectionLostError(reason), True, send=False)
+        if error is None:
+            error = self._closing_error or E.ConnectionLostError(reason)
+        return self._close_with(error, True, send=False)
 
     # ---------------------------------------------------------------------------- handlers
 
@@ -714,6 +856,11 @@ class RSocketConnection:
         if (sid & 1) == (1 if self.is_client else 0):
             return  # the peer used our parity: not a stream it may open; ignore
         self._setup_confirmed = True
+        if self._peer_streams >= self._stream_limit and (
+                kind != FNF or follows or self._closing):
+            # (a whole fire-and-forget holds no stream: only a graceful close refuses it)
+            self._refuse(sid)
+            return
         if follows:
             s = _Stream(kind, False, False, True, None)
             s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size)
@@ -724,8 +871,18 @@ class RSocketConnection:
                 self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
                 return
             self._streams[sid] = s
+            self._peer_streams += 1
             return
         self._open_responder_stream(sid, kind, Payload(data, metadata), n, complete, events)
+
+    def _refuse(self, sid: int) -> None:
+        """Answer a request we will not serve with ERROR[REJECTED] (the peer may retry it)."""
+        if self._closing:
+            message = "connection closing"
+        else:
+            message = (f"too many concurrent streams: {self._peer_streams} open, the limit is "
+                       f"{self._stream_limit} (max_concurrent_streams)")
+        self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, message))
 
     def _open_responder_stream(self, sid: int, kind: int, payload: Payload, n: int,
                                complete: bool, events: list[Event]) -> None:
@@ -735,6 +892,7 @@ class RSocketConnection:
                 recv_open = False
             self._streams[sid] = _Stream(kind, False, send_open, recv_open,
                                          n if needs_credit else None)
+            self._peer_streams += 1
         events.append(RequestReceived(sid, kind, payload, n, complete))
 
     def _on_request_n(self, f, events: list[Event]) -> None:
@@ -754,7 +912,7 @@ class RSocketConnection:
         if r is not None:
             if r.frame_type != FrameType.PAYLOAD:
                 # canceled while its request was still arriving in fragments: forget it silently
-                del self._streams[sid]
+                self._drop(sid, s)
                 return
             # spec §Fragmentation: a sender may CANCEL a fragment sequence it started; the
             # fragments received so far are dropped, never delivered
@@ -764,10 +922,10 @@ class RSocketConnection:
             if s.send_open:
                 s.send_open = False
                 if not s.recv_open:
-                    del self._streams[sid]
+                    self._drop(sid, s)
                 events.append(CancelReceived(sid))
             return
-        del self._streams[sid]
+        self._drop(sid, s)
         events.append(CancelReceived(sid))
 
     def _on_payload(self, f, events: list[Event]) -> None:
@@ -794,10 +952,15 @@ class RSocketConnection:
                 return
             s.reassembly = None
             if r.frame_type != FrameType.PAYLOAD:
-                # the last fragment of a request we are responding to
+                # the last fragment of a request we are responding to: the stream opens anew
+                # with its state (a request that began arriving before a graceful close is
+                # served)
                 del self._streams[sid]
+                self._peer_streams -= 1
                 self._open_responder_stream(sid, r.frame_type, r.payload(), r.initial_request_n,
                                             r.complete or complete, events)
+                if self._closing and not self._streams:
+                    self._drained()  # a fire-and-forget holds no stream
                 return
             payload = r.payload()
         elif next_:
@@ -819,7 +982,7 @@ class RSocketConnection:
             self._queue(_HEADER.pack(sid, FrameType.CANCEL << 10))
         else:
             self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
-        del self._streams[sid]
+        self._drop(sid, s)
         if s.requester or s.kind == CHANNEL:
             events.append(StreamErrored(sid, exc))
 
@@ -832,13 +995,21 @@ class RSocketConnection:
                 if not self.is_client or self._setup_confirmed:
                     return  # spec: a server ignores these; a client after establishment too
             error = E.error_from_code(code, message)
+            if code == E.ErrorCode.CONNECTION_CLOSE and self._streams:
+                # spec: the receiver MUST wait for outstanding streams to terminate before
+                # closing; new requests are refused meanwhile
+                if not self._closing:
+                    self._start_closing(error, self.config.drain_timeout, message)
+                    events.append(ConnectionClosing(error, True, len(self._streams)))
+                return
             events.extend(self._close_with(error, True, send=False))
             return
-        s = self._streams.pop(sid, None)
+        s = self._streams.get(sid)
         if s is None:
             return  # unknown stream: ignore
         if s.requester:
             self._setup_confirmed = True
+        self._drop(sid, s)
         events.append(StreamErrored(sid, E.error_from_code(f.error_code, message)))
 
     def _on_metadata_push(self, f: MetadataPushFrame, events: list[Event]) -> None:

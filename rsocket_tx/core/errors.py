@@ -21,6 +21,7 @@ __all__ = [
     "ConnectionError",
     "ConnectionCloseError",
     "ConnectionLostError",
+    "ExcessiveBufferingError",
     "SetupError",
     "InvalidSetupError",
     "UnsupportedSetupError",
@@ -131,6 +132,11 @@ class ConnectionCloseError(RSocketError):
 
 class ConnectionLostError(ConnectionError):
     """The transport closed, or the peer went silent past max lifetime, with work outstanding."""
+
+
+class ExcessiveBufferingError(ConnectionLostError):
+    """We aborted the connection: the peer did not read what we sent, and more than the
+    configured max send buffer size (bytes) was queued for it."""
 
 
 class SetupError(RSocketError):

@@ -19,6 +19,7 @@ __all__ = [
     "StreamErrored",
     "MetadataPushReceived",
     "LeaseReceived",
+    "ConnectionClosing",
     "ConnectionClosed",
 ]
 
@@ -128,6 +129,25 @@ class LeaseReceived(Event):
 
     def __init__(self, lease: LeaseFrame) -> None:
         self.lease = lease
+
+
+class ConnectionClosing(Event):
+    """A graceful close began (spec §Error Codes, CONNECTION_CLOSE): no new requests either
+    way; the streams still open may finish. A :class:`ConnectionClosed` follows once they have,
+    or once the drain timeout passes (call ``tick()`` by ``next_deadline()``).
+
+    :ivar error: the peer's ERROR[CONNECTION_CLOSE] as a
+        :class:`~rsocket_tx.core.errors.ConnectionCloseError`, or None for a local close.
+    :ivar by_peer: True when the peer asked for the close.
+    :ivar open_streams: streams still open when the close began.
+    """
+
+    __slots__ = ("error", "by_peer", "open_streams")
+
+    def __init__(self, error: RSocketError | None, by_peer: bool, open_streams: int) -> None:
+        self.error = error
+        self.by_peer = by_peer
+        self.open_streams = open_streams
 
 
 class ConnectionClosed(Event):
