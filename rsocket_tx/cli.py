@@ -630,7 +630,7 @@ async def _client(reactor, args: argparse.Namespace, streams: _Streams) -> int:
         await _interact(reactor, rsocket, args, streams, data, metadata)
     except BaseException:
         # No waiting: the operation failed or was cancelled; the process is about to end.
-        rsocket.close().addErrback(lambda _: None)
+        rsocket.close(drain_timeout=0).addErrback(lambda _: None)
         raise
     await rsocket.close()
     return EXIT_OK

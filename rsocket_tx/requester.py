@@ -235,9 +235,23 @@ class RSocket:
 
     request_channel.__doc__ += _OPTIONS_DOC
 
-    def close(self) -> Deferred:
-        """Close the connection; outstanding requests fail.
+    @property
+    def is_closing(self) -> bool:
+        """True while a graceful close is draining the open streams (new requests refused)."""
+        return self._protocol.is_closing
 
-        :returns: Deferred firing with None when closed.
+    def close(self, drain_timeout: int | None = None) -> Deferred:
+        """Close the connection gracefully (spec §Error Codes, CONNECTION_CLOSE).
+
+        New requests are refused at once (they raise
+        :class:`~rsocket_tx.core.errors.LocalProtocolError`; the peer's get ERROR[REJECTED]).
+        Open streams and requests may finish; then ERROR[CONNECTION_CLOSE] is sent and the
+        transport closed. Those still open after ``drain_timeout`` fail with
+        :class:`~rsocket_tx.core.errors.ConnectionCloseError`.
+
+        :param drain_timeout: milliseconds the open streams get; None: the connection's
+            ``drain_timeout`` setting (default 10,000); 0: close at once, failing them.
+        :returns: Deferred firing with None when the transport is gone.
+        :raises ValueError: ``drain_timeout`` is out of range (0 .. 2^31-1).
         """
-        return self._protocol.close()
+        return self._protocol.close_gracefully(drain_timeout)

@@ -372,14 +372,15 @@ def test_transport_loss_fails_requests_and_cancels_timers():
     assert not proto.rsocket.is_open
 
 
-def test_local_close_closes_the_transport_without_sending():
+def test_local_close_with_nothing_open_says_connection_close_and_closes():
     proto, transport, clock = client()
     take(transport)
     closed = proto.rsocket.closed
     d = proto.rsocket.close()
     assert transport.disconnecting
-    assert take(transport) == []
-    assert clock.getDelayedCalls() == []
+    # nothing to drain: ERROR[CONNECTION_CLOSE] (spec §Error Codes) at once, then the close
+    [frame] = take(transport)
+    assert (frame.stream_id, frame.error_code) == (0, 0x102)
     # closed (and close()'s Deferred) fire once the transport is gone, not before: what was
     # written before close() (a fire-and-forget, say) has been handed over by then
     assert not closed.called and not d.called
@@ -475,5 +476,7 @@ def test_fnf_then_close_writes_the_frame_before_closing():
     d = proto.rsocket.fire_and_forget(Payload(b"last"))
     proto.rsocket.close()
     assert d.called  # handed over before the close
-    assert [f.data for f in take(transport)] == [b"last"]
+    fnf, close = take(transport)
+    assert fnf.data == b"last"
+    assert (close.stream_id, close.error_code) == (0, 0x102)  # then ERROR[CONNECTION_CLOSE]
     assert transport.disconnecting

@@ -13,6 +13,7 @@ from twisted_support import EchoResponder, wait
 from rsocket_tx import (
     ApplicationError,
     CanceledError,
+    ConnectionCloseError,
     ConnectionLostError,
     InvalidError,
     LocalProtocolError,
@@ -944,9 +945,9 @@ async def test_local_close_fails_outstanding_and_refuses_new_requests(harness):
 
     rs = await harness.connect(await harness.serve(R))
     d = rs.request_response(Payload(b"x"))
-    await wait(rs.close())
+    await wait(rs.close(drain_timeout=0))
     assert not rs.is_open
-    with pytest.raises(ConnectionLostError):
+    with pytest.raises(ConnectionCloseError):
         await wait(d)
     assert_requests_raise_local_protocol_error(rs)
     await wait(harness.server_protocols[0].lost)  # the server saw the disconnect
