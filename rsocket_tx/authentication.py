@@ -115,14 +115,9 @@ class SimpleAuthenticator(Authenticator):
     """
 
     def __init__(self, users: Mapping[str, str] | Callable, *, required: bool = True) -> None:
-        if isinstance(users, Mapping):
-            table = dict(users)
-            self._check = lambda name, password: _lookup(table, name, password)
-        elif callable(users):
-            self._check = users
-        else:
-            raise TypeError(f"users must be a mapping of username to password or a callable, "
-                            f"got {type(users).__name__}")
+        self._check = _checker(users, "users", "a mapping of username to password",
+                               lambda table: lambda name, password: _lookup(table, name,
+                                                                            password))
         self.required = required
 
     def verify(self, credentials: Credentials):
@@ -130,6 +125,15 @@ class SimpleAuthenticator(Authenticator):
         if not isinstance(credentials, SimpleAuth):
             return None
         return self._check(credentials.username, credentials.password)
+
+
+def _checker(source, name: str, mapping_kind: str, from_table: Callable) -> Callable:
+    """The check function of a mapping (copied, looked up by ``from_table``) or a callable."""
+    if isinstance(source, Mapping):
+        return from_table(dict(source))
+    if callable(source):
+        return source
+    raise TypeError(f"{name} must be {mapping_kind} or a callable, got {type(source).__name__}")
 
 
 def _lookup(table: Mapping[str, str], name: str, password: str):
@@ -150,14 +154,8 @@ class BearerAuthenticator(Authenticator):
 
     def __init__(self, tokens: Mapping[str, object] | Callable, *, required: bool = True
                  ) -> None:
-        if isinstance(tokens, Mapping):
-            table = dict(tokens)
-            self._check = table.get
-        elif callable(tokens):
-            self._check = tokens
-        else:
-            raise TypeError(f"tokens must be a mapping of token to principal or a callable, "
-                            f"got {type(tokens).__name__}")
+        self._check = _checker(tokens, "tokens", "a mapping of token to principal",
+                               lambda table: table.get)
         self.required = required
 
     def verify(self, credentials: Credentials):

@@ -14,77 +14,15 @@ caller's wrong argument; ``decode_*`` raise :class:`MetadataDecodeError` for mal
 :func:`decode_composite` and :func:`parse_metadata` never raise.
 """
 
-from .auth import (
-    WELL_KNOWN_AUTH_TYPES,
-    BearerAuth,
-    Credentials,
-    CustomAuth,
-    SimpleAuth,
-    decode_auth,
-    encode_auth,
-)
-from .composite import CompositeEntry, decode_composite, encode_composite
-from .metadata import RequestMetadata, build_metadata, parse_metadata
-from .mime import (
-    decode_accept_mime_types,
-    decode_mime_type,
-    encode_accept_mime_types,
-    encode_mime_type,
-)
-from .mimetypes import (
-    ACCEPT_MIME_TYPES,
-    APPLICATION_CBOR,
-    APPLICATION_JSON,
-    AUTHENTICATION,
-    COMPOSITE_METADATA,
-    MIME_TYPE,
-    OCTET_STREAM,
-    ROUTING,
-    TEXT_PLAIN,
-    TRACING_ZIPKIN,
-    WELL_KNOWN_MIME_TYPES,
-    MetadataDecodeError,
-    mime_type_id,
-    mime_type_name,
-)
-from .routing import decode_routing, encode_routing
-from .tracing import ZipkinTrace, decode_tracing, encode_tracing
+from . import auth, composite, metadata, mime, mimetypes, routing, tracing
+from .auth import *  # noqa: F403
+from .composite import *  # noqa: F403
+from .metadata import *  # noqa: F403
+from .mime import *  # noqa: F403
+from .mimetypes import *  # noqa: F403
+from .routing import *  # noqa: F403
+from .tracing import *  # noqa: F403
 
-__all__ = [
-    "MetadataDecodeError",
-    "WELL_KNOWN_MIME_TYPES",
-    "mime_type_id",
-    "mime_type_name",
-    "COMPOSITE_METADATA",
-    "ROUTING",
-    "AUTHENTICATION",
-    "MIME_TYPE",
-    "ACCEPT_MIME_TYPES",
-    "TRACING_ZIPKIN",
-    "APPLICATION_JSON",
-    "APPLICATION_CBOR",
-    "OCTET_STREAM",
-    "TEXT_PLAIN",
-    "CompositeEntry",
-    "encode_composite",
-    "decode_composite",
-    "encode_routing",
-    "decode_routing",
-    "WELL_KNOWN_AUTH_TYPES",
-    "SimpleAuth",
-    "BearerAuth",
-    "CustomAuth",
-    "Credentials",
-    "encode_auth",
-    "decode_auth",
-    "encode_mime_type",
-    "decode_mime_type",
-    "encode_accept_mime_types",
-    "decode_accept_mime_types",
-    "ZipkinTrace",
-    "encode_tracing",
-    "decode_tracing",
-    "RequestMetadata",
-    "parse_metadata",
-    "build_metadata",
-]
+# every module's public names, re-exported here
+__all__ = [name for module in (mimetypes, composite, routing, auth, mime, tracing, metadata)
+           for name in module.__all__]
