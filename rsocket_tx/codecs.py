@@ -74,14 +74,13 @@ class Codec:
         return f"<{type(self).__name__} {self.mime_type}>"
 
 
-def _as_bytes(data: object) -> bytes:
+def _as_bytes(data: object, what: str = "payload data", hint: str = "") -> bytes:
     if data.__class__ is bytes:
         return data  # type: ignore[return-value]
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
-    raise TypeError(
-        f"payload data must be bytes, bytearray or memoryview, not {type(data).__name__}"
-    )
+    raise TypeError(f"{what} must be bytes, bytearray or memoryview, not "
+                    f"{type(data).__name__}{hint}")
 
 
 class JsonCodec(Codec):
@@ -212,14 +211,8 @@ class BytesCodec(Codec):
 
     def encode(self, obj: object) -> bytes:
         """:raises TypeError: ``obj`` is not ``bytes``, ``bytearray`` or ``memoryview``."""
-        if obj.__class__ is bytes:
-            return obj  # type: ignore[return-value]
-        if isinstance(obj, (bytes, bytearray, memoryview)):
-            return bytes(obj)
-        raise TypeError(
-            f"data without a codec for its MIME type must be bytes, bytearray or memoryview, not "
-            f"{type(obj).__name__} (register a codec with rsocket_tx.codecs.register_codec)"
-        )
+        return _as_bytes(obj, "data without a codec for its MIME type",
+                         " (register a codec with rsocket_tx.codecs.register_codec)")
 
     def decode(self, data: bytes) -> bytes:
         """Return ``data`` as ``bytes``; never raises :class:`DataDecodeError`."""
