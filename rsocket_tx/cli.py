@@ -62,6 +62,7 @@ from .extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth, build_metada
 from .tap import (
     DEBUG_HELP,
     DEFAULT_LISTEN,
+    SERVER_FLAGS,
     SERVER_OPTIONS,
     SettingsError,
     build_service,
@@ -252,6 +253,8 @@ def _add_serve_options(p: argparse.ArgumentParser) -> None:
             metavar=option.metavar,
             help=option.help,
         )
+    for flag in SERVER_FLAGS:
+        p.add_argument(f"--{flag.name}", dest=flag.attr, action="store_true", help=flag.help)
     p.add_argument("--debug", action="store_true", help=DEBUG_HELP)
 
 
@@ -318,6 +321,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                 listen=args.endpoints,
                 debug=args.debug,
                 **{o.attr: getattr(args, o.attr) for o in SERVER_OPTIONS},
+                **{f.attr: getattr(args, f.attr) for f in SERVER_FLAGS},
             )
         else:
             _validate_client(args)

@@ -12,12 +12,17 @@ from .core.config import (
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_RESUME_BUFFER_SIZE,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
+    DEFAULT_RECONNECT_INITIAL_DELAY,
+    DEFAULT_RECONNECT_MAX_DELAY,
+    DEFAULT_RESUME_SESSION_TIMEOUT,
     ConnectionConfig,
 )
 from .core.frames import SetupFrame, encode
 from .core.framing import MAX_FRAME_LENGTH
 from .core.payload import Payload
+from .core.resume import new_token
 from .endpoints import client_endpoint
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
 from .protocol import RSocketClientFactory
@@ -31,17 +36,24 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
                setup_payload: Payload | None = None,
                keepalive_interval: int = DEFAULT_KEEPALIVE_INTERVAL,
                max_lifetime: int = DEFAULT_MAX_LIFETIME,
-               auth: Credentials | None = None) -> SetupFrame:
+               auth: Credentials | None = None,
+               resume_token: bytes | None = None) -> SetupFrame:
     """Build the SETUP frame a client sends (version 1.0; spec §SETUP Frame).
 
     :param auth: connection credentials, written into the SETUP metadata (Authentication
         extension) as a composite metadata entry, or alone when ``metadata_mime_type`` is
         ``message/x.rsocket.authentication.v0``; entries of ``setup_payload.metadata`` follow.
+    :param resume_token: sets the R flag with this resume identification token, 1..65535
+        bytes (spec §SETUP Frame, §Identification Token Handling); None: not resumable.
     :raises ValueError: a MIME type is not ASCII or longer than 255 bytes, a time is out of
-        [1, 2^31-1] ms, ``auth`` cannot be carried by ``metadata_mime_type``, or the SETUP
-        would not fit one frame (16,777,215 bytes).
+        [1, 2^31-1] ms, ``auth`` cannot be carried by ``metadata_mime_type``, the token is
+        empty, longer than 65535 bytes or not bytes, or the SETUP would not fit one frame
+        (16,777,215 bytes).
     """
     ConnectionConfig(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime)
+    if resume_token is not None and (not isinstance(resume_token, bytes) or
+                                     not 1 <= len(resume_token) <= 0xFFFF):
+        raise ValueError(f"resume_token must be 1..65535 bytes, got {resume_token!r:.80}")
     mimes = []
     for name, mime in (("data_mime_type", data_mime_type),
                        ("metadata_mime_type", metadata_mime_type)):
@@ -65,7 +77,7 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
         payload = Payload(payload.data, metadata)
     setup = SetupFrame(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
                        data_mime_type=mimes[0], metadata_mime_type=mimes[1],
-                       data=payload.data, metadata=payload.metadata)
+                       data=payload.data, metadata=payload.metadata, resume_token=resume_token)
     size = len(encode(setup))
     if size > MAX_FRAME_LENGTH:
         raise ValueError(f"the SETUP frame would be {size} bytes; a SETUP cannot be fragmented "
@@ -85,7 +97,12 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
             drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
             frame_logger: Callable | None = None,
-            auth: Credentials | None = None) -> Deferred:
+            auth: Credentials | None = None,
+            resume: bool = False, resume_token: bytes | None = None,
+            resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
+            max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
+            reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
+            reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY) -> Deferred:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     :param endpoint: a Twisted client endpoint string (``"tcp:host=localhost:port=7878"``),
@@ -113,6 +130,25 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :param frame_logger: ``callable(direction, frame)`` for a frame-level debug log.
     :param auth: connection credentials sent in the SETUP metadata (see :func:`make_setup`):
         :class:`~rsocket_tx.extensions.SimpleAuth`, ``BearerAuth`` or ``CustomAuth``.
+    :param resume: make the connection resumable (spec §Resuming Operation): SETUP carries
+        the R flag and a token; when the transport is lost (it closes, or the server is silent
+        past ``max_lifetime``) the client reconnects to the same ``endpoint`` by itself and
+        sends RESUME; streams and channels go on with nothing lost or repeated. Requests made
+        meanwhile are sent after the resume. The server must support it (else the SETUP is
+        rejected with ERROR[REJECTED_SETUP]). If the server refuses the resume
+        (ERROR[REJECTED_RESUME], e.g. it dropped frames past its resume buffer or forgot the
+        session), outstanding requests fail with
+        :class:`~rsocket_tx.core.errors.RejectedResumeError`.
+    :param resume_token: the token (1..65535 bytes); None: 16 random bytes
+        (:func:`~rsocket_tx.core.resume.new_token`). Implies ``resume``.
+    :param resume_session_timeout: milliseconds the client keeps trying to resume after its
+        transport was lost (default 120,000); then outstanding requests fail with
+        :class:`~rsocket_tx.core.errors.ConnectionLostError`.
+    :param max_resume_buffer_size: bytes of sent frames kept for resending after a resume
+        (default 16 MiB); frames the server has acknowledged (KEEPALIVE) are dropped first.
+    :param reconnect_initial_delay: milliseconds before the first reconnection attempt
+        (default 100; 0: at once); each further attempt waits twice as long, up to
+        ``reconnect_max_delay`` (default 10,000), until a resume succeeds.
     :returns: Deferred firing with a connected :class:`~rsocket_tx.requester.RSocket`, or
         failing with the endpoint's connection error.
     :raises ValueError: a bad endpoint string or setting.
@@ -120,16 +156,24 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
+    if resume_token is None and resume:
+        resume_token = new_token()
     setup = make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type,
                        setup_payload=setup_payload, keepalive_interval=keepalive_interval,
-                       max_lifetime=max_lifetime, auth=auth)
+                       max_lifetime=max_lifetime, auth=auth, resume_token=resume_token)
+    ep = client_endpoint(reactor, endpoint)
     factory = RSocketClientFactory(setup, responder, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
                                    max_reassembled_size=max_reassembled_size,
                                    max_concurrent_streams=max_concurrent_streams,
                                    max_send_buffer_size=max_send_buffer_size,
-                                   drain_timeout=drain_timeout, frame_logger=frame_logger)
-    ep = client_endpoint(reactor, endpoint)
+                                   drain_timeout=drain_timeout,
+                                   resume_session_timeout=resume_session_timeout,
+                                   max_resume_buffer_size=max_resume_buffer_size,
+                                   reconnect_initial_delay=reconnect_initial_delay,
+                                   reconnect_max_delay=reconnect_max_delay,
+                                   reconnect=lambda: ep.connect(factory),
+                                   frame_logger=frame_logger)
     d = ep.connect(factory)
     d.addCallback(lambda proto: proto.rsocket)
     return d

@@ -14,6 +14,15 @@ taken not to read and the connection is aborted
 :meth:`RSocketProtocol.close_gracefully` and
 :meth:`RSocketServerFactory.close_connections` close gracefully (spec §Error Codes,
 CONNECTION_CLOSE).
+
+Resumption (spec §Resuming Operation): a resumable connection (the client's SETUP carried a
+token, the server factory has ``resume=True``) outlives its transport. The client's
+:class:`RSocketProtocol` stays the session: its factory reconnects to the same endpoint with
+exponential backoff and the protocol sends RESUME on the new transport. On the server the
+factory keeps every resumable session by token (:attr:`RSocketServerFactory.sessions`); the
+protocol of a new connection that begins with RESUME hands its transport to the session's
+protocol and then only relays to it. Requests made meanwhile wait in the resume buffer;
+outbound stream pumps pause while there is no transport.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, gatherResults
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, fail, gatherResults
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
@@ -36,7 +45,12 @@ from .core.config import (
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_RESUME_BUFFER_SIZE,
+    DEFAULT_MAX_RESUME_SESSIONS,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
+    DEFAULT_RECONNECT_INITIAL_DELAY,
+    DEFAULT_RECONNECT_MAX_DELAY,
+    DEFAULT_RESUME_SESSION_TIMEOUT,
     DEFAULT_SETUP_TIMEOUT,
     ConnectionConfig,
     check_drain_timeout,
@@ -46,17 +60,21 @@ from .core.events import (
     CancelReceived,
     ConnectionClosed,
     ConnectionClosing,
+    ConnectionDetached,
+    ConnectionResumed,
     LeaseReceived,
     MetadataPushReceived,
     PayloadReceived,
     RequestNReceived,
     RequestReceived,
+    ResumeReceived,
     SetupReceived,
     StreamErrored,
 )
-from .core.frames import FrameType, SetupFrame
+from .core.frames import FrameType, ResumeFrame, SetupFrame
 from .core.framing import MAX_FRAME_LENGTH
 from .core.payload import Payload
+from .core.resume import Backoff, SessionStore
 from .requester import RSocket
 from .responder import Responder, SetupInfo
 from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
@@ -131,6 +149,12 @@ class RSocketProtocol(Protocol):
         self._transport_gone = False
         self._closed_waiters: list[Deferred] = []
         self.close_reason: E.RSocketError | None = None
+        # resumption: the relay whose transport carries this session now (server), or the
+        # session this protocol relays to (a server connection that began with RESUME)
+        self._relay: RSocketProtocol | None = None
+        self._delegate: RSocketProtocol | None = None
+        self.resumes = 0  # successful resumptions of this session
+        self._resume_waiters: list[Deferred] = []
         self._serve = {
             FrameType.REQUEST_RESPONSE: self._serve_response,
             FrameType.REQUEST_FNF: self._serve_fnf,
@@ -148,11 +172,17 @@ class RSocketProtocol(Protocol):
             LeaseReceived: self._on_lease,
             ConnectionClosing: self._on_connection_closing,
             ConnectionClosed: self._on_connection_closed,
+            ConnectionDetached: self._on_detached,
+            ConnectionResumed: self._on_resumed,
+            ResumeReceived: self._on_resume_received,
         }
 
     # ------------------------------------------------------------------ IProtocol
 
     def connectionMade(self) -> None:
+        if self._conn is not None:
+            self._reconnected()
+            return
         self._conn = RSocketConnection(self._role, self._config, setup=self._setup_frame,
                                        now=self._reactor.seconds(),
                                        frame_logger=self._frame_logger)
@@ -168,26 +198,52 @@ class RSocketProtocol(Protocol):
             connection_made(self)
 
     def dataReceived(self, data: bytes) -> None:
+        if self._delegate is not None:
+            self._delegate.dataReceived(data)  # a relay of a resumed session
+            return
         events = self._conn.receive_data(data, self._reactor.seconds())
         if events:
             self._handle(events)
         self._flush()
 
     def connectionLost(self, reason=None) -> None:
+        if self._delegate is not None:
+            self._delegate._relay_lost(self, reason)  # a relay: its session lost the transport
+            return
+        if self._relay is not None:
+            return  # the session's first transport, already replaced by a resumed one
+        self._transport_lost(reason)
+
+    def _transport_lost(self, reason) -> None:
         for call in (self._timer, self._flush_call, self._abort_call):
             if call is not None and call.active():
                 call.cancel()
         self._timer = self._flush_call = self._abort_call = None
         self._transport_gone = True
-        connection_lost = getattr(self.factory, "_connection_lost", None)
-        if connection_lost is not None:
-            connection_lost(self)
-        if self._conn is not None:
+        conn = self._conn
+        if conn is not None:
             if reason is None or reason.check(ConnectionDone):
                 why = "the transport closed cleanly"
             else:
                 why = f"connection lost: {reason.getErrorMessage()}"
-            self._handle(self._conn.connection_lost(why))
+            if conn.is_resumable and conn.is_open and not self._aborting:
+                self._handle(conn.detach(self._reactor.seconds(), why))
+                if conn.is_open:  # the session waits for a resume
+                    self._schedule_tick()  # its expiry
+                    reconnect = getattr(self.factory, "_reconnect_later", None)
+                    if reconnect is not None:
+                        reconnect(self)
+                    return
+            else:
+                self._handle(conn.connection_lost(why))
+        self._session_over()
+
+    def _session_over(self) -> None:
+        """The RSocket connection is over and no transport is left: tell the factory and
+        whoever waits in :meth:`when_closed`."""
+        connection_lost = getattr(self.factory, "_connection_lost", None)
+        if connection_lost is not None:
+            connection_lost(self)
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
             d.callback(None)
@@ -201,13 +257,104 @@ class RSocketProtocol(Protocol):
 
     def when_closed(self) -> Deferred:
         """A new Deferred that fires with None once the transport is gone (after every queued
-        byte was handed to it: a fire-and-forget followed by close is delivered)."""
+        byte was handed to it: a fire-and-forget followed by close is delivered). A resumable
+        connection is over only when its session is: not when a transport is lost and the
+        session waits for a resume."""
         d = Deferred()
-        if self._transport_gone:
+        if self._transport_gone and (self._conn is None or not self._conn.is_open):
             d.callback(None)
         else:
             self._closed_waiters.append(d)
         return d
+
+    def when_resumed(self) -> Deferred:
+        """A new Deferred that fires with None at the session's next successful resumption
+        (spec §Resuming Operation), or fails with the error that ends the session first."""
+        d = Deferred()
+        if self._conn is not None and not self._conn.is_open:
+            d.errback(self.close_reason or E.ConnectionLostError("the connection is closed"))
+        else:
+            self._resume_waiters.append(d)
+        return d
+
+    # ------------------------------------------------------------------ resumption
+
+    def _reconnected(self) -> None:
+        """Client: the factory reconnected this session's endpoint: send RESUME."""
+        self._transport_gone = False
+        self._aborting = False
+        self._queued = 0
+        conn = self._conn
+        if not conn.is_open or not conn.is_detached:
+            self.transport.loseConnection()  # the session ended while we reconnected
+            return
+        self.transport.registerProducer(self, True)
+        conn.start_resume(self._reactor.seconds())
+        self._flush()  # RESUME, in one write
+        self._schedule_tick()
+
+    def _relay_lost(self, relay: RSocketProtocol, reason) -> None:
+        if self._relay is relay:
+            self._transport_lost(reason)
+
+    def _on_detached(self, event: ConnectionDetached) -> None:
+        self._paused = True  # outbound pumps wait for the resume
+        _log.info("RSocket connection lost its transport ({error}); the session waits to be "
+                  "resumed", error=event.error)
+        if self.transport is not None and not self._transport_gone:
+            # presumed dead (max lifetime): drop it; its connectionLost finds us detached
+            self.transport.abortConnection()
+
+    def _on_resumed(self, event: ConnectionResumed) -> None:
+        self.resumes += 1
+        _log.info("RSocket session resumed: {resent} frame(s) sent again from position "
+                  "{position}", resent=event.resent, position=event.position)
+        resumed = getattr(self.factory, "_resumed", None)
+        if resumed is not None:
+            resumed(self)
+        self.resumeProducing()  # pumps go on (what they send is queued after the resent)
+        self._schedule_tick()
+        waiters, self._resume_waiters = self._resume_waiters, []
+        for d in waiters:
+            d.callback(None)
+
+    def _on_resume_received(self, event: ResumeReceived) -> None:
+        """Server: this connection began with RESUME: hand it to the session of its token."""
+        sessions = getattr(self.factory, "sessions", None)
+        session = None if sessions is None else sessions.get(event.frame.token)
+        if session is None or session._conn is None or not session._conn.is_open:
+            self._handle_now(self._conn.reject_resume(
+                "no resumable session has this token (unknown, or it expired)"))
+            return
+        for call in (self._timer, self._flush_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._timer = self._flush_call = None
+        self._delegate = session
+        connection_lost = getattr(self.factory, "_connection_lost", None)
+        if connection_lost is not None:
+            connection_lost(self)  # the session is the connection now
+        session._adopt(self, event.frame)
+
+    def _adopt(self, relay: RSocketProtocol, frame: ResumeFrame) -> None:
+        """Server session: continue on ``relay``'s transport."""
+        old = None if self._transport_gone else self.transport
+        self._relay = relay  # from now on only this relay's transport counts
+        events = self._conn.resume_session(frame, self._reactor.seconds())
+        if old is not None:
+            # the client gave this transport up (half-open): drop it; its connectionLost is
+            # ignored (this session's own, or a previous relay's: _relay_lost checks)
+            self._paused = True
+            old.abortConnection()
+        transport = relay.transport
+        transport.unregisterProducer()
+        self.transport = transport
+        self._transport_gone = False
+        self._aborting = False
+        self._queued = 0
+        transport.registerProducer(self, True)
+        self._handle([e for e in events if e.__class__ is not ConnectionDetached])
+        self._flush()
 
     # ------------------------------------------------------------------ IPushProducer
 
@@ -257,7 +404,7 @@ class RSocketProtocol(Protocol):
                 if self._queued > self._max_send_buffer:
                     self._excessive_buffering()
                     return
-        if self._written:
+        if self._written and not conn.is_detached:
             self._fire_written()
         if not conn.is_open and self.transport is not None and not self._aborting:
             if not self._ended:
@@ -267,7 +414,8 @@ class RSocketProtocol(Protocol):
                 if pending:
                     self._handle_now(pending)
                     return
-            self.transport.loseConnection()
+            if not self._transport_gone:  # (a detached session that ended has none)
+                self.transport.loseConnection()
 
     def _excessive_buffering(self) -> None:
         """The peer does not read: abort the connection (nothing more is written)."""
@@ -349,6 +497,14 @@ class RSocketProtocol(Protocol):
     def _on_setup(self, event: SetupReceived) -> None:
         info = self.setup_info = SetupInfo.from_frame(event.setup)
         self._schedule_tick()  # from the setup timeout to the client's max lifetime
+        token = event.setup.resume_token
+        if token is not None:
+            # a resumable session: findable by its token until it ends
+            sessions = getattr(self.factory, "sessions", None)
+            refused = "resume is not enabled" if sessions is None else sessions.add(token, self)
+            if refused is not None:
+                self._reject_setup(E.RejectedSetupError(refused))
+                return
         try:
             responder = self._responder_factory()
             responder.rsocket = self.rsocket
@@ -562,6 +718,17 @@ class RSocketProtocol(Protocol):
                 and not isinstance(error, E.ConnectionCloseError):
             error = E.ConnectionLostError(str(error))
         self.close_reason = event.error
+        conn = self._conn
+        if conn.resume_token is not None:
+            sessions = getattr(self.factory, "sessions", None)
+            if sessions is not None:
+                sessions.remove(conn.resume_token, self)
+            session_over = getattr(self.factory, "_session_ended", None)
+            if session_over is not None:
+                session_over(self)
+            waiters, self._resume_waiters = self._resume_waiters, []
+            for d in waiters:
+                d.errback(error)
         responses, self._responses = self._responses, {}
         for d in responses.values():
             d.errback(error)
@@ -597,6 +764,8 @@ class RSocketProtocol(Protocol):
             written, self._written = self._written, []
             for d in written:
                 d.errback(error)
+            if self._transport_gone and conn.resume_token is not None:
+                self._session_over()  # a detached session ended (expired, or closed by us)
 
     # ------------------------------------------------------------------ pump callbacks
 
@@ -736,6 +905,9 @@ class RSocketProtocol(Protocol):
         check_drain_timeout(drain_timeout)
         d = self.when_closed()
         conn = self._conn
+        if conn is not None and conn.is_open and conn.is_detached:
+            self._handle_now(conn.close())  # no transport to drain streams through: end now
+            return d
         if conn is None or self._transport_gone:
             return d
         if not conn.is_open:
@@ -765,7 +937,8 @@ class RSocketProtocol(Protocol):
 class _FactoryMixin:
     def _init_common(self, *, reactor, fragment_size, max_frame_size, max_reassembled_size,
                      setup_timeout, keepalive_interval, max_lifetime, max_concurrent_streams,
-                     max_send_buffer_size, drain_timeout, frame_logger) -> None:
+                     max_send_buffer_size, drain_timeout, frame_logger,
+                     **resume_settings) -> None:
         if reactor is None:
             from twisted.internet import reactor as global_reactor
             reactor = global_reactor
@@ -775,7 +948,8 @@ class _FactoryMixin:
             max_reassembled_size=max_reassembled_size, setup_timeout=setup_timeout,
             keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
             max_concurrent_streams=max_concurrent_streams,
-            max_send_buffer_size=max_send_buffer_size, drain_timeout=drain_timeout)
+            max_send_buffer_size=max_send_buffer_size, drain_timeout=drain_timeout,
+            **resume_settings)
         self.frame_logger = frame_logger
 
 
@@ -796,10 +970,23 @@ class RSocketServerFactory(_FactoryMixin, Factory):
         connection is aborted.
     :param drain_timeout: milliseconds a graceful close (:meth:`close_connections`, a
         client's ERROR[CONNECTION_CLOSE]) waits for open streams; 0: close at once.
+    :param resume: accept resumable sessions (SETUP with R, RESUME; spec §Resuming
+        Operation). False: SETUP with R gets ERROR[REJECTED_SETUP], RESUME
+        ERROR[REJECTED_RESUME].
+    :param resume_session_timeout: milliseconds a session whose transport was lost waits for
+        the client's RESUME (default 120,000); after it, RESUME gets ERROR[REJECTED_RESUME] and
+        the session's streams fail.
+    :param max_resume_buffer_size: bytes of sent frames a session keeps for its client
+        (default 16 MiB); a resume that needs frames dropped past it is refused.
+    :param max_resume_sessions: resumable sessions kept at once, attached or detached
+        (default 10,000); a SETUP with R past it gets ERROR[REJECTED_SETUP].
     :param frame_logger: ``callable(direction, frame)`` debug hook.
     :raises ValueError: a setting is out of range.
 
-    :ivar connections: the connected :class:`RSocketProtocol` instances (a set).
+    :ivar connections: the connected :class:`RSocketProtocol` instances (a set), resumable
+        sessions waiting for a resume included.
+    :ivar sessions: with ``resume``: the resumable sessions by token (a
+        :class:`~rsocket_tx.core.resume.SessionStore` of :class:`RSocketProtocol`); else None.
     """
 
     def __init__(self, responder_factory: Callable[[], Responder] | None = None, *,
@@ -810,6 +997,10 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                  max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
                  max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
                  drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+                 resume: bool = False,
+                 resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
+                 max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
+                 max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
                  frame_logger: Callable | None = None) -> None:
         if responder_factory is None:
             from .demo import DemoResponder
@@ -825,8 +1016,13 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                           max_lifetime=DEFAULT_MAX_LIFETIME,
                           max_concurrent_streams=max_concurrent_streams,
                           max_send_buffer_size=max_send_buffer_size,
-                          drain_timeout=drain_timeout, frame_logger=frame_logger)
+                          drain_timeout=drain_timeout, frame_logger=frame_logger,
+                          resume=resume, resume_session_timeout=resume_session_timeout,
+                          max_resume_buffer_size=max_resume_buffer_size,
+                          max_resume_sessions=max_resume_sessions)
         self.connections: set[RSocketProtocol] = set()
+        self.sessions: SessionStore[RSocketProtocol] | None = (
+            SessionStore(max_resume_sessions) if resume else None)
         self._closing: tuple[int | None, str] | None = None
 
     def buildProtocol(self, addr) -> RSocketProtocol:
@@ -866,8 +1062,14 @@ class RSocketServerFactory(_FactoryMixin, Factory):
 class RSocketClientFactory(_FactoryMixin, ClientFactory):
     """Client factory: builds the client :class:`RSocketProtocol` that sends ``setup``.
 
-    :param setup: the :class:`~rsocket_tx.core.frames.SetupFrame` to send on connect.
+    :param setup: the :class:`~rsocket_tx.core.frames.SetupFrame` to send on connect; with a
+        ``resume_token`` the connection is resumable.
     :param responder: the :class:`Responder` that serves requests from the server, or None.
+    :param reconnect: resumable: zero-argument callable connecting this factory to the server
+        again (``lambda: endpoint.connect(factory)``), called after the transport is lost, with
+        exponential backoff (``reconnect_initial_delay``, doubling up to
+        ``reconnect_max_delay``, milliseconds) until the session resumes or
+        ``resume_session_timeout`` ms have passed. None: a lost transport ends the session.
 
     Other parameters as :class:`RSocketServerFactory`.
     """
@@ -879,9 +1081,17 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                  max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
                  max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
                  drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+                 resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
+                 max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
+                 reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
+                 reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY,
+                 reconnect: Callable[[], Deferred] | None = None,
                  frame_logger: Callable | None = None) -> None:
         self.setup = setup
         self.responder = responder
+        self.reconnect = reconnect
+        self._session: RSocketProtocol | None = None  # a resumable session reconnecting
+        self._reconnect_call = None
         self._init_common(reactor=reactor, fragment_size=fragment_size,
                           max_frame_size=max_frame_size,
                           max_reassembled_size=max_reassembled_size,
@@ -890,11 +1100,54 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                           max_lifetime=setup.max_lifetime,
                           max_concurrent_streams=max_concurrent_streams,
                           max_send_buffer_size=max_send_buffer_size,
-                          drain_timeout=drain_timeout, frame_logger=frame_logger)
+                          drain_timeout=drain_timeout, frame_logger=frame_logger,
+                          resume_session_timeout=resume_session_timeout,
+                          max_resume_buffer_size=max_resume_buffer_size,
+                          reconnect_initial_delay=reconnect_initial_delay,
+                          reconnect_max_delay=reconnect_max_delay)
+        self._backoff = Backoff(reconnect_initial_delay, reconnect_max_delay)
 
     def buildProtocol(self, addr) -> RSocketProtocol:
+        if self._session is not None:
+            return self._session  # a reconnection: the same session, on a new transport
         proto = RSocketProtocol(Role.CLIENT, self.config, reactor=self.reactor,
                                 responder=self.responder, setup=self.setup,
                                 frame_logger=self.frame_logger)
         proto.factory = self
         return proto
+
+    def _reconnect_later(self, proto: RSocketProtocol) -> None:
+        """A resumable session lost its transport: reconnect after the next backoff delay."""
+        self._session = proto
+        if self.reconnect is None:
+            proto._handle_now(proto._conn.connection_lost(
+                "the transport was lost and this client has no endpoint to reconnect to"))
+            proto._session_over()
+            return
+        if self._reconnect_call is not None and self._reconnect_call.active():
+            return
+        self._reconnect_call = self.reactor.callLater(self._backoff.next_delay(),
+                                                      self._reconnect_now, proto)
+
+    def _reconnect_now(self, proto: RSocketProtocol) -> None:
+        self._reconnect_call = None
+        if not proto._conn.is_open:
+            return  # the session ended meanwhile
+        try:
+            d = self.reconnect()
+        except Exception:  # noqa: BLE001 - treated as a failed attempt
+            d = fail()
+        d.addErrback(self._reconnect_failed, proto)
+
+    def _reconnect_failed(self, failure: Failure, proto: RSocketProtocol) -> None:
+        _log.info("RSocket reconnection attempt failed: {why}", why=failure.getErrorMessage())
+        if proto._conn.is_open and proto._transport_gone:
+            self._reconnect_later(proto)
+
+    def _resumed(self, proto: RSocketProtocol) -> None:
+        self._backoff.reset()
+
+    def _session_ended(self, proto: RSocketProtocol) -> None:
+        if self._reconnect_call is not None and self._reconnect_call.active():
+            self._reconnect_call.cancel()
+        self._reconnect_call = None

@@ -10,7 +10,10 @@ from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_REASSEMBLED_SIZE,
+    DEFAULT_MAX_RESUME_BUFFER_SIZE,
+    DEFAULT_MAX_RESUME_SESSIONS,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
+    DEFAULT_RESUME_SESSION_TIMEOUT,
     DEFAULT_SETUP_TIMEOUT,
 )
 from .core.framing import MAX_FRAME_LENGTH
@@ -29,6 +32,10 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
           max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
           max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
           drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+          resume: bool = False,
+          resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
+          max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
+          max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
           frame_logger: Callable | None = None) -> Deferred:
     """Serve RSocket on ``endpoint``.
 
@@ -49,6 +56,16 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :param drain_timeout: milliseconds a graceful close waits for open streams (default
         10,000; 0: close at once). ``port.factory.close_connections()`` closes every
         connection gracefully; stop listening first (``port.stopListening()``).
+    :param resume: accept resumable sessions (spec §Resuming Operation): a client whose
+        transport fails reconnects and sends RESUME, and its streams go on. False (default):
+        SETUP with R is refused with ERROR[REJECTED_SETUP].
+    :param resume_session_timeout: milliseconds a session whose transport was lost waits for
+        RESUME (default 120,000); then its streams fail and RESUME gets ERROR[REJECTED_RESUME].
+    :param max_resume_buffer_size: bytes of sent frames each session keeps for resending
+        (default 16 MiB); a resume that needs frames dropped past it gets
+        ERROR[REJECTED_RESUME].
+    :param max_resume_sessions: resumable sessions kept at once (default 10,000); a SETUP
+        with R past it gets ERROR[REJECTED_SETUP].
     :param frame_logger: ``callable(direction, frame)`` debug hook.
     :returns: Deferred firing with the ``IListeningPort`` (its ``factory`` is the
         :class:`~rsocket_tx.protocol.RSocketServerFactory`).
@@ -63,5 +80,9 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
                                    setup_timeout=setup_timeout,
                                    max_concurrent_streams=max_concurrent_streams,
                                    max_send_buffer_size=max_send_buffer_size,
-                                   drain_timeout=drain_timeout, frame_logger=frame_logger)
+                                   drain_timeout=drain_timeout, resume=resume,
+                                   resume_session_timeout=resume_session_timeout,
+                                   max_resume_buffer_size=max_resume_buffer_size,
+                                   max_resume_sessions=max_resume_sessions,
+                                   frame_logger=frame_logger)
     return server_endpoint(reactor, endpoint).listen(factory)

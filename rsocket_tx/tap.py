@@ -38,7 +38,10 @@ from zope.interface import implementer
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_CONCURRENT_STREAMS,
+    DEFAULT_MAX_RESUME_BUFFER_SIZE,
+    DEFAULT_MAX_RESUME_SESSIONS,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
+    DEFAULT_RESUME_SESSION_TIMEOUT,
 )
 from .core.errors import UnsupportedSetupError, error_code_name
 from .endpoints import server_endpoint
@@ -49,6 +52,8 @@ __all__ = [
     "ServerSettings",
     "ServerOption",
     "SERVER_OPTIONS",
+    "ServerFlag",
+    "SERVER_FLAGS",
     "SettingsError",
     "parse_server_settings",
     "parse_int_option",
@@ -104,6 +109,11 @@ class ServerSettings:
     :ivar drain_timeout: milliseconds open streams get to finish in a graceful close (on
         stop, e.g. SIGTERM, or a client's ERROR[CONNECTION_CLOSE]) before the connection is
         closed anyway (>= 0; 0: close at once).
+    :ivar resume: accept resumable sessions (SETUP with R, RESUME; spec §Resuming Operation).
+    :ivar resume_session_timeout: milliseconds a session whose transport was lost waits for
+        RESUME (>= 1).
+    :ivar max_resume_buffer_size: bytes of sent frames a session keeps for resending (>= 1).
+    :ivar max_resume_sessions: resumable sessions kept at once (>= 1).
     :ivar debug: log every frame sent and received (twisted.logger, level debug).
     """
 
@@ -119,7 +129,37 @@ class ServerSettings:
     max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS
     max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
+    resume: bool = False
+    resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT
+    max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE
+    max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS
     debug: bool = False
+
+
+@dataclass(frozen=True)
+class ServerFlag:
+    """One server option without a value (a switch), shared by both faces.
+
+    :ivar name: the long option name, without ``--``.
+    :ivar attr: the :class:`ServerSettings` attribute / :func:`parse_server_settings` argument.
+    :ivar help: the help text.
+    """
+
+    name: str
+    attr: str
+    help: str
+
+
+#: The switches of the server faces (besides ``--debug``).
+SERVER_FLAGS: tuple[ServerFlag, ...] = (
+    ServerFlag(
+        "resume",
+        "resume",
+        "accept resumable sessions (SETUP with the R flag): a client whose connection breaks"
+        " reconnects, sends RESUME and its streams go on (default: refused with"
+        " ERROR[REJECTED_SETUP])",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -211,6 +251,28 @@ SERVER_OPTIONS: tuple[ServerOption, ...] = (
         "milliseconds open streams get to finish in a graceful close (on SIGTERM, or a"
         " client's ERROR[CONNECTION_CLOSE]) before the connection closes anyway"
         f" (0: at once; default {DEFAULT_DRAIN_TIMEOUT})",
+    ),
+    ServerOption(
+        "resume-session-timeout",
+        "resume_session_timeout",
+        "MS",
+        "with --resume: milliseconds a session whose connection broke waits for the client's"
+        f" RESUME (default {DEFAULT_RESUME_SESSION_TIMEOUT})",
+    ),
+    ServerOption(
+        "max-resume-buffer-size",
+        "max_resume_buffer_size",
+        "BYTES",
+        "with --resume: bytes of sent frames each session keeps for resending; a resume that"
+        " needs more is refused with ERROR[REJECTED_RESUME]"
+        f" (default {DEFAULT_MAX_RESUME_BUFFER_SIZE})",
+    ),
+    ServerOption(
+        "max-resume-sessions",
+        "max_resume_sessions",
+        "N",
+        "with --resume: resumable sessions kept at once; more are refused with"
+        f" ERROR[REJECTED_SETUP] (default {DEFAULT_MAX_RESUME_SESSIONS})",
     ),
 )
 
@@ -345,6 +407,10 @@ def parse_server_settings(
     max_concurrent_streams=None,
     max_send_buffer_size=None,
     drain_timeout=None,
+    resume: bool = False,
+    resume_session_timeout=None,
+    max_resume_buffer_size=None,
+    max_resume_sessions=None,
     debug: bool = False,
 ) -> ServerSettings:
     """Validate server options as typed on a command line; ``None`` means "not given".
@@ -362,6 +428,10 @@ def parse_server_settings(
     :param max_concurrent_streams: streams, 1 .. 2^31-1.
     :param max_send_buffer_size: bytes, >= 1.
     :param drain_timeout: milliseconds, 0 .. 2^31-1 (0: close at once).
+    :param resume: accept resumable sessions.
+    :param resume_session_timeout: milliseconds, 1 .. 2^31-1.
+    :param max_resume_buffer_size: bytes, >= 1.
+    :param max_resume_sessions: sessions, 1 .. 2^31-1.
     :param debug: log every frame.
     :returns: the validated :class:`ServerSettings`.
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
@@ -445,6 +515,33 @@ def parse_server_settings(
                 "drain-timeout", drain_timeout, minimum=0, maximum=2**31 - 1, unit="milliseconds"
             ),
             defaults.drain_timeout,
+        ),
+        resume=bool(resume),
+        resume_session_timeout=pick(
+            parse_int_option(
+                "resume-session-timeout",
+                resume_session_timeout,
+                minimum=1,
+                maximum=2**31 - 1,
+                unit="milliseconds",
+            ),
+            defaults.resume_session_timeout,
+        ),
+        max_resume_buffer_size=pick(
+            parse_int_option(
+                "max-resume-buffer-size", max_resume_buffer_size, minimum=1, unit="bytes"
+            ),
+            defaults.max_resume_buffer_size,
+        ),
+        max_resume_sessions=pick(
+            parse_int_option(
+                "max-resume-sessions",
+                max_resume_sessions,
+                minimum=1,
+                maximum=2**31 - 1,
+                unit="sessions",
+            ),
+            defaults.max_resume_sessions,
         ),
         debug=bool(debug),
     )
@@ -724,6 +821,10 @@ def build_service(settings: ServerSettings, reactor=None) -> RSocketServerServic
         max_concurrent_streams=settings.max_concurrent_streams,
         max_send_buffer_size=settings.max_send_buffer_size,
         drain_timeout=settings.drain_timeout,
+        resume=settings.resume,
+        resume_session_timeout=settings.resume_session_timeout,
+        max_resume_buffer_size=settings.max_resume_buffer_size,
+        max_resume_sessions=settings.max_resume_sessions,
         frame_logger=make_frame_logger() if settings.debug else None,
     )
     factory.noisy = False  # "listening on" is logged by the service, with the endpoint
@@ -748,7 +849,7 @@ class Options(usage.Options):
         "Serve an RSocket responder (default: the demo responder: echo request-response and"
         " request-channel, count request-stream, log fire-and-forget and metadata-push)."
     )
-    optFlags = [["debug", None, DEBUG_HELP]]
+    optFlags = [["debug", None, DEBUG_HELP]] + [[f.name, None, f.help] for f in SERVER_FLAGS]
     optParameters = [[o.name, None, None, o.help] for o in SERVER_OPTIONS]
     compData = usage.Completions(optActions={"listen": usage.CompleteList([DEFAULT_LISTEN])})
 
@@ -768,6 +869,7 @@ class Options(usage.Options):
                 listen=self["listen"],
                 debug=bool(self["debug"]),
                 **{o.attr: self[o.name] for o in SERVER_OPTIONS},
+                **{f.attr: bool(self[f.name]) for f in SERVER_FLAGS},
             )
         except SettingsError as e:
             raise usage.UsageError(str(e)) from None

@@ -284,6 +284,10 @@ def test_make_service_structure(recording_factory):
         "max_concurrent_streams": 1024,
         "max_send_buffer_size": 67_108_864,
         "drain_timeout": 10_000,
+        "resume": False,
+        "resume_session_timeout": 120_000,
+        "max_resume_buffer_size": 16_777_216,
+        "max_resume_sessions": 10_000,
         "frame_logger": None,
     }
     assert factory.noisy is False

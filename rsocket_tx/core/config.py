@@ -14,7 +14,11 @@ __all__ = [
     "DEFAULT_MAX_LIFETIME",
     "DEFAULT_MAX_REASSEMBLED_SIZE",
     "DEFAULT_MAX_RESUME_BUFFER_SIZE",
+    "DEFAULT_MAX_RESUME_SESSIONS",
     "DEFAULT_MAX_SEND_BUFFER_SIZE",
+    "DEFAULT_RECONNECT_INITIAL_DELAY",
+    "DEFAULT_RECONNECT_MAX_DELAY",
+    "DEFAULT_RESUME_SESSION_TIMEOUT",
     "DEFAULT_SETUP_TIMEOUT",
     "MIN_FRAGMENT_SIZE",
     "SUPPORTED_VERSIONS",
@@ -34,8 +38,17 @@ DEFAULT_MAX_CONCURRENT_STREAMS = 1024
 DEFAULT_MAX_SEND_BUFFER_SIZE = 64 * 1024 * 1024  # bytes
 #: How long a graceful close waits for outstanding streams before it closes anyway.
 DEFAULT_DRAIN_TIMEOUT = 10_000  # ms
-#: Bytes of sent frames kept for resumption (spec §Resuming Operation), once resume exists.
+#: Bytes of sent frames kept for resumption (spec §Resuming Operation).
 DEFAULT_MAX_RESUME_BUFFER_SIZE = 16 * 1024 * 1024  # bytes
+#: How long a resumable session outlives its transport: the server keeps it detached that long
+#: waiting for RESUME, the client keeps reconnecting that long (rsocket-java's default).
+DEFAULT_RESUME_SESSION_TIMEOUT = 120_000  # ms
+#: Resumable sessions a server keeps at once, attached or detached.
+DEFAULT_MAX_RESUME_SESSIONS = 10_000
+#: Client reconnection backoff: the first retry waits this long, each next one twice as long,
+#: up to the maximum.
+DEFAULT_RECONNECT_INITIAL_DELAY = 100  # ms
+DEFAULT_RECONNECT_MAX_DELAY = 10_000  # ms
 MIN_FRAGMENT_SIZE = 64  # bytes
 #: (major, minor) versions a server accepts in SETUP: 1.0, and 0.2 of the drafts, which is
 #: wire-compatible with 1.0.
@@ -74,9 +87,27 @@ class ConnectionConfig:
     :param drain_timeout: graceful close (ours, or the peer's ERROR[CONNECTION_CLOSE]):
         milliseconds outstanding streams get to finish before the connection closes anyway.
         0 closes at once. Default 10,000.
-    :param max_resume_buffer_size: bytes of sent frames kept so that a resumed connection can
-        send them again (spec §Resuming Operation): it bounds the resume buffer. Resumption
-        is not implemented yet; the setting is checked now. Default 16 MiB, at least 1.
+    :param max_resume_buffer_size: resumable connections: bytes of sent frames kept so that a
+        resumed connection can send again what the peer missed (spec §Resuming Operation;
+        frames count without the length prefix). Frames acknowledged by the peer (KEEPALIVE,
+        RESUME, RESUME_OK positions) are dropped; past the bound the oldest are dropped too, and
+        a resume that would need them is refused with ERROR[REJECTED_RESUME]. Default 16 MiB,
+        at least 1.
+    :param resume: server: accept SETUP with the R flag and RESUME (spec §Resuming Operation).
+        False (the default): SETUP with R is answered ERROR[REJECTED_SETUP], RESUME
+        ERROR[REJECTED_RESUME]. A client resumes when its SETUP carries a resume token.
+    :param resume_session_timeout: resumable connections: milliseconds a session outlives its
+        transport. The server keeps a detached session that long waiting for RESUME (after it
+        a RESUME gets ERROR[REJECTED_RESUME]); the client keeps reconnecting that long. Then
+        outstanding requests fail with :class:`~rsocket_tx.core.errors.ConnectionLostError`.
+        Default 120,000.
+    :param max_resume_sessions: server: resumable sessions kept at once (attached or detached);
+        a SETUP with R past it is refused with ERROR[REJECTED_SETUP]. Default 10,000.
+    :param reconnect_initial_delay: resumable client: milliseconds before the first reconnection
+        attempt after its transport is lost; each further attempt waits twice as long as the
+        one before, up to ``reconnect_max_delay``. 0 retries at once. Default 100.
+    :param reconnect_max_delay: resumable client: the longest wait between two attempts,
+        milliseconds. Default 10,000.
     :param length_prefixed: True for byte-stream transports (TCP): frames carry the 24-bit
         length prefix. False for message transports (WebSocket).
     :raises ValueError: a setting is out of range (see :meth:`validate`).
@@ -92,6 +123,11 @@ class ConnectionConfig:
     max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
     max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE
+    resume: bool = False
+    resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT
+    max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS
+    reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY
+    reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY
     length_prefixed: bool = True
 
     def __post_init__(self) -> None:
@@ -115,6 +151,14 @@ class ConnectionConfig:
         _check_range("max_send_buffer_size", self.max_send_buffer_size, 1, 2**62, "bytes")
         check_drain_timeout(self.drain_timeout)
         _check_range("max_resume_buffer_size", self.max_resume_buffer_size, 1, 2**62, "bytes")
+        if not isinstance(self.resume, bool):
+            raise ValueError(f"resume must be True or False, got {self.resume!r}")
+        _check_range("resume_session_timeout", self.resume_session_timeout, 1, 2**31 - 1, "ms")
+        _check_range("max_resume_sessions", self.max_resume_sessions, 1, 2**31 - 1,
+                     "sessions")
+        _check_range("reconnect_initial_delay", self.reconnect_initial_delay, 0, 2**31 - 1, "ms")
+        _check_range("reconnect_max_delay", self.reconnect_max_delay,
+                     self.reconnect_initial_delay, 2**31 - 1, "ms")
 
     @property
     def outbound_frame_limit(self) -> int:

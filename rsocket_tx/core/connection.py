@@ -11,6 +11,14 @@ Per-stream rules are a table: for each (interaction, role) the half-streams that
 whether our sending needs credit; every received frame is dispatched by frame type through a
 dict, and a frame that the current state does not account for is ignored as spec §Handling the
 Unexpected requires.
+
+Resumption (spec §Resuming Operation) is off unless the client's SETUP carries a resume token
+(and, on a server, ``config.resume`` accepts it). A resumable connection counts the positions
+of the stream frames it receives (one addition per read) and keeps the stream frames it sends
+in a :class:`~rsocket_tx.core.resume.ResumeBuffer`; it outlives its transport (``detach()``)
+and continues on a new one (client ``start_resume()``, server ``resume_session()``). With
+resumption off none of this runs: the send path is the plain one, the receive path checks one
+attribute per read.
 """
 
 from __future__ import annotations
@@ -24,12 +32,15 @@ from .events import (
     CancelReceived,
     ConnectionClosed,
     ConnectionClosing,
+    ConnectionDetached,
+    ConnectionResumed,
     Event,
     LeaseReceived,
     MetadataPushReceived,
     PayloadReceived,
     RequestNReceived,
     RequestReceived,
+    ResumeReceived,
     SetupReceived,
     StreamErrored,
 )
@@ -46,12 +57,21 @@ from .frames import (
     FrameType,
     KeepaliveFrame,
     MetadataPushFrame,
+    ResumeFrame,
+    ResumeOkFrame,
     SetupFrame,
     decode,
     encode,
 )
 from .framing import FrameReader
 from .payload import Payload
+from .resume import (
+    ResumeBuffer,
+    ResumePositionError,
+    check_resume,
+    positioned_size,
+    resume_version_supported,
+)
 
 __all__ = ["RSocketConnection", "Role"]
 
@@ -63,6 +83,7 @@ _PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), str
 _U24 = Struct(">BH")
 _FCN = FLAG_FOLLOWS | FLAG_COMPLETE | FLAG_NEXT
 _NO_COPY_SIZE = 16384  # bytes of data above which a frame's header and data are queued apart
+_STREAM_ZERO = b"\x00\x00\x00\x00"
 
 RESPONSE = FrameType.REQUEST_RESPONSE
 FNF = FrameType.REQUEST_FNF
@@ -97,6 +118,9 @@ class Role:
 _AWAIT_SETUP = 0   # server before SETUP
 _OPEN = 1
 _CLOSED = 2
+_DETACHED = 3   # resumable: no transport, the session waits
+_RESUMING = 4   # resumable client: RESUME sent on a new transport, waiting for RESUME_OK
+_RESUME_PENDING = 5   # server: a new connection began with RESUME; the caller decides
 
 
 class _Stream:
@@ -140,8 +164,11 @@ class RSocketConnection:
     :param now: the current time in seconds (any epoch; the same clock as :meth:`tick`).
     :param frame_logger: optional ``callable(direction, frame)`` called with ``"send"`` or
         ``"recv"`` and the decoded frame, for debug logs (slows the hot path).
-    :raises ValueError: a client without ``setup``, or a SETUP with resume/lease flags (not
-        supported until the issue that adds them).
+    :raises ValueError: a client without ``setup``, or a SETUP with the lease flag (not
+        supported until the issue that adds it).
+
+    A client whose ``setup`` carries ``resume_token`` is resumable (spec §Resuming Operation);
+    a server becomes resumable when it accepts such a SETUP (``config.resume``).
     """
 
     def __init__(self, role: str, config: ConnectionConfig | None = None, *,
@@ -178,6 +205,11 @@ class RSocketConnection:
         self._drain_timeout = 0
         self._drain_deadline: float | None = None
         self._pending: list[Event] = []  # events of a close completed outside receive/tick
+        # resumption (None/0 unless the SETUP carried a resume token)
+        self.resume_buffer: ResumeBuffer | None = None
+        self._received = 0  # implied position of the stream frames received
+        self.resume_token: bytes | None = None
+        self._detached_at = 0.0
         self._dispatch = {
             FrameType.SETUP: self._on_setup,
             FrameType.LEASE: self._on_lease,
@@ -198,10 +230,11 @@ class RSocketConnection:
         if self.is_client:
             if setup is None:
                 raise ValueError("a client connection needs the SETUP frame to send")
-            if setup.resume_token is not None or setup.lease:
-                raise ValueError("resume and lease are not supported yet: SETUP must not set "
-                                 "the R or L flag")
+            if setup.lease:
+                raise ValueError("lease is not supported yet: SETUP must not set the L flag")
             self.setup = setup
+            if setup.resume_token is not None:
+                self._enable_resume(setup.resume_token)
             self.state = _OPEN
             self._next_keepalive = now + setup.keepalive_interval / 1000.0
             self._queue_frame(setup)
@@ -215,6 +248,29 @@ class RSocketConnection:
     def is_open(self) -> bool:
         """False once the connection has closed (locally or by the peer)."""
         return self.state != _CLOSED
+
+    @property
+    def is_resumable(self) -> bool:
+        """True when this connection resumes after a transport failure (its SETUP carried a
+        resume token, accepted by the server)."""
+        return self.resume_buffer is not None
+
+    @property
+    def is_detached(self) -> bool:
+        """True while a resumable connection has no working transport: detached, or (client)
+        waiting for RESUME_OK on a new one."""
+        return self.state == _DETACHED or self.state == _RESUMING
+
+    @property
+    def sent_position(self) -> int:
+        """Resumable: bytes of stream frames sent so far (spec §Implied Position); else 0."""
+        buffer = self.resume_buffer
+        return 0 if buffer is None else buffer.position
+
+    @property
+    def received_position(self) -> int:
+        """Resumable: the implied position of the stream frames received; else 0."""
+        return self._received
 
     @property
     def is_closing(self) -> bool:
@@ -321,8 +377,9 @@ class RSocketConnection:
         A malformed frame or a frame over ``max_frame_size`` is answered with
         ERROR[CONNECTION_ERROR] and a :class:`ConnectionClosed` event; never an exception.
         """
-        if self.state == _CLOSED:
-            return []
+        state = self.state
+        if state == _CLOSED or state == _DETACHED:
+            return []  # (detached: bytes of a transport already given up)
         try:
             frames = self._reader.feed(data)
         except E.ProtocolError as exc:
@@ -330,6 +387,10 @@ class RSocketConnection:
         events: list[Event] = []
         if frames:
             self._mark_alive(now)
+            if state != _OPEN:
+                frames = self._receive_handshake(frames, events)
+            if self.resume_buffer is not None and frames:
+                self._received += positioned_size(frames)
         fast = self._frame_logger is None
         streams = self._streams
         append = events.append
@@ -383,7 +444,7 @@ class RSocketConnection:
 
         :param now: as in :meth:`receive_data`.
         """
-        if self.state == _CLOSED:
+        if self.state == _CLOSED or self.state == _DETACHED:
             return []
         if len(frame) > self._max_frame_size:
             return self._fail_connection(E.FrameTooLargeError(
@@ -391,10 +452,25 @@ class RSocketConnection:
                 f"{self._max_frame_size} bytes"))
         events: list[Event] = []
         self._mark_alive(now)
+        if self.resume_buffer is not None and self.state == _OPEN and \
+                frame[:4] != _STREAM_ZERO:
+            self._received += len(frame)
         self._receive_one(frame, events)
         if self._pending:
             events += self.pending_events()
         return events
+
+    def _receive_handshake(self, frames: list[bytes], events: list[Event]) -> list[bytes]:
+        """Handle frames one by one until the connection is open (a server's SETUP, a client's
+        RESUME_OK); return the frames after that, for the normal path (and position count)."""
+        for i, buf in enumerate(frames):
+            state = self.state
+            if state == _OPEN:
+                return frames[i:]
+            if state != _AWAIT_SETUP and state != _RESUMING:
+                return []  # closed, or a RESUME waiting for the caller: the rest is moot
+            self._receive_one(buf, events)
+        return []
 
     def pending_events(self) -> list[Event]:
         """Take the events produced outside :meth:`receive_data`, :meth:`receive_frame` and
@@ -428,14 +504,20 @@ class RSocketConnection:
             return
         if self._frame_logger is not None:
             self._frame_logger("recv", frame)
-        if self.state == _AWAIT_SETUP and frame.frame_type != FrameType.SETUP:
-            if frame.frame_type == FrameType.RESUME:
-                events.extend(self._close_with(
-                    E.RejectedResumeError("resume is not supported by this server"), True))
-            else:
-                events.extend(self._close_with(E.InvalidSetupError(
-                    f"first frame must be SETUP, got {frame.frame_type.name}"), True))
-            return
+        state = self.state
+        if state != _OPEN:
+            if state == _AWAIT_SETUP and frame.frame_type != FrameType.SETUP:
+                if frame.frame_type == FrameType.RESUME:
+                    self._resume_requested(frame, events)
+                else:
+                    events.extend(self._close_with(E.InvalidSetupError(
+                        f"first frame must be SETUP, got {frame.frame_type.name}"), True))
+                return
+            if state == _RESUMING:
+                self._receive_while_resuming(frame, events)
+                return
+            if state == _RESUME_PENDING or state == _DETACHED:
+                return
         self._dispatch[frame.frame_type](frame, events)
 
     # ---------------------------------------------------------------------------- time
@@ -452,19 +534,36 @@ class RSocketConnection:
         if self._alive_since_tick:
             self._alive_since_tick = False
             self._last_alive = now
-        if self.state == _AWAIT_SETUP:
-            if now >= self._setup_deadline:
-                return self._close_with(E.InvalidSetupError(
-                    f"no SETUP received within {self.config.setup_timeout} ms"), True)
-            return []
+        state = self.state
+        if state != _OPEN:
+            if state == _AWAIT_SETUP:
+                if now >= self._setup_deadline:
+                    return self._close_with(E.InvalidSetupError(
+                        f"no SETUP received within {self.config.setup_timeout} ms"), True)
+                return []
+            if state == _RESUME_PENDING:
+                return []
+            # detached or resuming: the session expires
+            if now >= self._detached_at + self.config.resume_session_timeout / 1000.0:
+                return self._close_with(E.ConnectionLostError(
+                    f"the session was not resumed within {self.config.resume_session_timeout}"
+                    " ms of losing its transport (resume session timeout)"), True, send=False)
+            if state == _DETACHED:
+                return []
         if self._drain_deadline is not None and now >= self._drain_deadline:
             return self._drain_expired()
         lifetime = self._max_lifetime_seconds()
         if now - self._last_alive >= lifetime:
-            return self._close_with(E.ConnectionLostError(
-                f"no frame from the peer for {int(lifetime * 1000)} ms (max lifetime)"), True)
-        if self._next_keepalive is not None and now >= self._next_keepalive:
-            self._queue_frame(KeepaliveFrame(respond=True))
+            if state == _RESUMING:
+                return self.detach(now, f"no RESUME_OK within {int(lifetime * 1000)} ms "
+                                        "(max lifetime)")
+            error = E.ConnectionLostError(
+                f"no frame from the peer for {int(lifetime * 1000)} ms (max lifetime)")
+            if self.resume_buffer is not None:
+                return self.detach(now, error=error)
+            return self._close_with(error, True)
+        if state == _OPEN and self._next_keepalive is not None and now >= self._next_keepalive:
+            self._queue_frame(KeepaliveFrame(respond=True, last_received_position=self._received))
             interval = self.setup.keepalive_interval / 1000.0
             nxt = self._next_keepalive + interval
             # a late tick sends one KEEPALIVE, not a burst catching up on missed ones
@@ -473,10 +572,17 @@ class RSocketConnection:
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` must next be called (seconds), or None when closed."""
-        if self.state == _CLOSED:
-            return None
-        if self.state == _AWAIT_SETUP:
-            return self._setup_deadline
+        state = self.state
+        if state != _OPEN:
+            if state == _CLOSED or state == _RESUME_PENDING:
+                return None
+            if state == _AWAIT_SETUP:
+                return self._setup_deadline
+            expiry = self._detached_at + self.config.resume_session_timeout / 1000.0
+            if state == _DETACHED:
+                return expiry
+            lifetime = self._last_alive + self._max_lifetime_seconds()
+            return lifetime if lifetime < expiry else expiry
         # if something arrived since the last tick the true deadline is later: ticking at this
         # one moves it on
         deadline = self._last_alive + self._max_lifetime_seconds()
@@ -498,7 +604,7 @@ class RSocketConnection:
     def _new_stream_id(self) -> int:
         if self.state == _CLOSED:
             raise E.LocalProtocolError("the connection is closed")
-        if self.state == _AWAIT_SETUP:
+        if self.state == _AWAIT_SETUP or self.state == _RESUME_PENDING:
             raise E.LocalProtocolError("the connection is not established (no SETUP yet)")
         if self._closing:
             raise E.LocalProtocolError(
@@ -550,8 +656,15 @@ class RSocketConnection:
         return self._send_request(CHANNEL, payload, initial_request_n, complete)
 
     def metadata_push(self, metadata: bytes) -> None:
-        """Send METADATA_PUSH (stream 0)."""
+        """Send METADATA_PUSH (stream 0).
+
+        :raises LocalProtocolError: the connection is not open, or (resumable) its transport is
+            down: a METADATA_PUSH has no position, so it cannot wait for a resume.
+        """
         if self.state != _OPEN:
+            if self.state == _DETACHED or self.state == _RESUMING:
+                raise E.LocalProtocolError("the connection's transport is down (waiting to "
+                                           "resume): METADATA_PUSH cannot be sent now")
             raise E.LocalProtocolError("the connection is not open")
         if len(metadata) + 6 > self._limit:
             raise ValueError(f"METADATA_PUSH of {len(metadata)} bytes does not fit one frame "
@@ -807,6 +920,191 @@ class RSocketConnection:
             error = self._closing_error or E.ConnectionLostError(reason)
         return self._close_with(error, True, send=False)
 
+    # ---------------------------------------------------------------------------- resumption
+
+    def _enable_resume(self, token: bytes) -> None:
+        """Make this connection resumable: keep sent stream frames, count received ones."""
+        self.resume_token = token
+        self.resume_buffer = ResumeBuffer(self.config.max_resume_buffer_size)
+        # the resumable send path replaces the plain one for this instance only: with resume
+        # off, sending costs nothing extra
+        self._queue = self._queue_resumable
+        self._queue_payload_bearing = self._queue_payload_bearing_resumable
+
+    def _queue_resumable(self, frame_bytes: bytes) -> None:
+        if frame_bytes[:4] != _STREAM_ZERO:
+            self.resume_buffer.append(frame_bytes)
+            if self.state != _OPEN:
+                return  # no transport: it goes out from the buffer when the session resumes
+        RSocketConnection._queue(self, frame_bytes)
+
+    def _queue_payload_bearing_resumable(self, frame_type: int, sid: int, flags: int,
+                                         fixed: bytes, data: bytes,
+                                         metadata: bytes | None) -> None:
+        n = 6 + len(fixed) + len(data) + (0 if metadata is None else len(metadata) + 3)
+        if n > self._limit:
+            for f in fragment(frame_type, sid, fixed, data, metadata, flags & FLAG_COMPLETE != 0,
+                              flags & FLAG_NEXT != 0, self._limit):
+                self._queue_resumable(f)
+            return
+        frame = encode_payload_bearing(frame_type, sid, flags, fixed, data, metadata)
+        self.resume_buffer.append(frame)  # (a request or PAYLOAD: never on stream 0)
+        if self.state != _OPEN:
+            return
+        if self._prefixed and self._frame_logger is None:
+            self._out += (_U24.pack(n >> 16, n & 0xFFFF), frame)
+        else:
+            RSocketConnection._queue(self, frame)
+
+    def _new_transport(self, now: float) -> None:
+        self._now = now
+        self._last_alive = now
+        self._alive_since_tick = False
+        self._out = []
+        if self._reader is not None:
+            self._reader = FrameReader(self.config.max_frame_size)
+
+    def detach(self, now: float, reason: str = "the transport closed", *,
+               error: E.ConnectionLostError | None = None) -> list[Event]:
+        """The transport is gone (or presumed dead); keep the session for a resume.
+
+        A resumable connection keeps its streams and stops writing: what is queued and not
+        yet drained is dropped (the resume buffer has it), and whatever is sent from now on
+        waits in the buffer. The session expires ``config.resume_session_timeout``
+        milliseconds after it first lost its transport (:meth:`tick` reports it). A
+        connection that is not resumable (or not established) ends as with
+        :meth:`connection_lost`.
+
+        :param now: the current time in seconds.
+        :param reason: why, for the :class:`~rsocket_tx.core.errors.ConnectionLostError`.
+        :param error: the error to report instead.
+        :returns: ``[ConnectionDetached]`` (``[]`` when already detached), or the events of
+            :meth:`connection_lost`.
+        """
+        state = self.state
+        if self.resume_buffer is None or state == _CLOSED or state == _AWAIT_SETUP or \
+                state == _RESUME_PENDING:
+            return self.connection_lost(reason, error=error)
+        if state == _DETACHED:
+            return []
+        if state == _OPEN:
+            self._detached_at = now  # a failed resume attempt does not restart the clock
+        self._new_transport(now)
+        self.state = _DETACHED
+        return [ConnectionDetached(error or E.ConnectionLostError(reason))]
+
+    def start_resume(self, now: float) -> None:
+        """Client: a new transport is up; queue RESUME (spec §Resume Operation) as its first
+        frame (drain it in one write). Nothing else is sent until RESUME_OK arrives: then the
+        frames the server missed go out again and a
+        :class:`~rsocket_tx.core.events.ConnectionResumed` is reported. An ERROR
+        (REJECTED_RESUME or CONNECTION_ERROR) ends the connection; silence past max lifetime
+        detaches it again.
+
+        :param now: the current time in seconds.
+        :raises LocalProtocolError: not a detached resumable client connection.
+        """
+        if not self.is_client or self.state != _DETACHED:
+            raise E.LocalProtocolError("only a detached resumable client connection resumes")
+        self._new_transport(now)
+        self.state = _RESUMING
+        RSocketConnection._queue(self, encode(ResumeFrame(
+            token=self.resume_token, last_received_server_position=self._received,
+            first_available_client_position=self.resume_buffer.first_position)))
+
+    def resume_session(self, frame: ResumeFrame, now: float) -> list[Event]:
+        """Server: continue this session on a new transport, as the client's ``frame`` asks.
+
+        Call it on the session's connection (detached, or still attached to a transport the
+        client has given up: that transport is dropped) with the RESUME that began the new
+        connection. Resumption is possible when the server still keeps every frame from the
+        client's last received position and the client still keeps every frame from the
+        server's (spec §Resume Operation); then RESUME_OK and those frames are queued, to be
+        written to the new transport. Otherwise ERROR[REJECTED_RESUME] saying why is queued and
+        the session ends.
+
+        :param frame: the :class:`~rsocket_tx.core.frames.ResumeFrame` (already checked by
+            the new connection: version, stream id).
+        :param now: the current time in seconds.
+        :returns: ``[ConnectionResumed]``, or ``[ConnectionClosed]`` carrying a
+            :class:`~rsocket_tx.core.errors.RejectedResumeError`; ``[]`` if already closed.
+        """
+        if self.state == _CLOSED:
+            return []
+        if self.is_client or self.resume_buffer is None:
+            raise E.LocalProtocolError("only a resumable server connection resumes a session")
+        events: list[Event] = []
+        if self.state == _OPEN:
+            events += self.detach(now, "the client resumed on a new connection")
+        self._new_transport(now)
+        try:
+            replay = check_resume(self.resume_buffer, self._received,
+                                  frame.last_received_server_position,
+                                  frame.first_available_client_position)
+        except ResumePositionError as exc:
+            return events + self._close_with(E.RejectedResumeError(str(exc)), True)
+        self.state = _OPEN
+        queue = RSocketConnection._queue
+        queue(self, encode(ResumeOkFrame(last_received_client_position=self._received)))
+        for f in replay:
+            queue(self, f)
+        events.append(ConnectionResumed(frame.last_received_server_position, len(replay)))
+        return events
+
+    def reject_resume(self, reason: str) -> list[Event]:
+        """Server: answer the RESUME that began this connection with ERROR[REJECTED_RESUME]
+        (e.g. no session has its token) and close.
+
+        :returns: the :class:`~rsocket_tx.core.events.ConnectionClosed` event.
+        """
+        return self._close_with(E.RejectedResumeError(reason), True)
+
+    def _resume_requested(self, f: ResumeFrame, events: list[Event]) -> None:
+        """A server's first frame is RESUME."""
+        if not self.config.resume:
+            events.extend(self._close_with(
+                E.RejectedResumeError("resume is not supported by this server"), True))
+        elif f.stream_id != 0:
+            events.extend(self._close_with(
+                E.InvalidSetupError("RESUME must use stream id 0"), True))
+        elif not resume_version_supported(f.major_version, f.minor_version):
+            events.extend(self._close_with(E.RejectedResumeError(
+                f"unsupported version {f.major_version}.{f.minor_version} in RESUME; this "
+                "server resumes 1.0"), True))
+        else:
+            self.state = _RESUME_PENDING
+            events.append(ResumeReceived(f))
+
+    def _receive_while_resuming(self, frame: Frame, events: list[Event]) -> None:
+        """Client, RESUME sent: only RESUME_OK or an ERROR may come (spec §Resume Operation)."""
+        ft = frame.frame_type
+        if ft == FrameType.RESUME_OK:
+            self._resumed(frame, events)
+        elif ft == FrameType.ERROR and frame.stream_id == 0:
+            events.extend(self._close_with(
+                E.error_from_code(frame.error_code, frame.data.decode("utf-8", "replace")),
+                True, send=False))
+        elif frame.stream_id != 0:
+            events.extend(self._fail_connection(E.ProtocolError(
+                f"{ft.name} received before RESUME_OK")))
+        # other connection frames (KEEPALIVE, LEASE, METADATA_PUSH): ignored until resumed
+
+    def _resumed(self, f: ResumeOkFrame, events: list[Event]) -> None:
+        position = f.last_received_client_position
+        try:
+            replay = self.resume_buffer.replay_from(position)
+        except ResumePositionError as exc:
+            events.extend(self._close_with(E.ConnectionError(f"cannot resume: {exc}"), True))
+            return
+        self.state = _OPEN
+        self._setup_confirmed = True
+        self._detached_at = self._now
+        queue = RSocketConnection._queue
+        for frame_bytes in replay:
+            queue(self, frame_bytes)
+        self._next_keepalive = self._now + self.setup.keepalive_interval / 1000.0
+        events.append(ConnectionResumed(position, len(replay)))
+
     # ---------------------------------------------------------------------------- handlers
 
     def _on_setup(self, f: SetupFrame, events: list[Event]) -> None:
@@ -821,7 +1119,7 @@ class RSocketConnection:
                 f"unsupported version {f.major_version}.{f.minor_version}; "
                 "this server speaks 1.0"), True))
             return
-        if f.resume_token is not None:
+        if f.resume_token is not None and not self.config.resume:
             events.extend(self._close_with(
                 E.RejectedSetupError("resume is not supported by this server"), True))
             return
@@ -832,6 +1130,8 @@ class RSocketConnection:
         self.setup = f
         self.state = _OPEN
         self._last_alive = self._now
+        if f.resume_token is not None:
+            self._enable_resume(f.resume_token)
         events.append(SetupReceived(f))
 
     def _on_lease(self, f, events: list[Event]) -> None:
@@ -840,8 +1140,19 @@ class RSocketConnection:
             events.append(LeaseReceived(f))
 
     def _on_keepalive(self, f: KeepaliveFrame, events: list[Event]) -> None:
-        if f.stream_id == 0 and f.respond:
-            self._queue_frame(KeepaliveFrame(respond=False, data=f.data))
+        if f.stream_id != 0:
+            return
+        buffer = self.resume_buffer
+        if buffer is not None and f.last_received_position:
+            # spec §Keepalive Position Field: what the peer has received needs no resending
+            try:
+                buffer.acknowledge(f.last_received_position)
+            except ResumePositionError as exc:
+                events.extend(self._fail_connection(E.ProtocolError(str(exc))))
+                return
+        if f.respond:
+            self._queue_frame(KeepaliveFrame(respond=False, data=f.data,
+                                             last_received_position=self._received))
 
     def _on_request(self, f, events: list[Event]) -> None:
         kind = f.frame_type
@@ -1022,7 +1333,7 @@ class RSocketConnection:
             events.extend(self._fail_connection(E.ProtocolError("RESUME after SETUP")))
 
     def _on_resume_ok(self, f, events: list[Event]) -> None:
-        return  # we never send RESUME yet: ignore
+        return  # RESUME_OK outside a resume handshake (see _receive_while_resuming): ignore
 
     def _on_ext(self, f, events: list[Event]) -> None:
         if not f.ignore:

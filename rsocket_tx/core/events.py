@@ -6,7 +6,7 @@ Each event is a small slotted object; the Twisted layer dispatches on ``type(eve
 from __future__ import annotations
 
 from .errors import RSocketError
-from .frames import FrameType, LeaseFrame, SetupFrame
+from .frames import FrameType, LeaseFrame, ResumeFrame, SetupFrame
 from .payload import Payload
 
 __all__ = [
@@ -21,6 +21,9 @@ __all__ = [
     "LeaseReceived",
     "ConnectionClosing",
     "ConnectionClosed",
+    "ConnectionDetached",
+    "ConnectionResumed",
+    "ResumeReceived",
 ]
 
 
@@ -163,3 +166,49 @@ class ConnectionClosed(Event):
     def __init__(self, error: RSocketError | None, by_peer: bool) -> None:
         self.error = error
         self.by_peer = by_peer
+
+
+class ConnectionDetached(Event):
+    """A resumable connection lost its transport (it closed, or the peer was silent past max
+    lifetime): the session and its streams are kept, and nothing is written until it resumes
+    (spec §Resuming Operation). Drop the transport if it is still there; a client reconnects
+    and calls ``start_resume()``; a server waits for the client's RESUME. A
+    :class:`ConnectionClosed` follows if that does not happen within the resume session
+    timeout.
+
+    :ivar error: why, a :class:`~rsocket_tx.core.errors.ConnectionLostError`.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: RSocketError) -> None:
+        self.error = error
+
+
+class ConnectionResumed(Event):
+    """The session resumed on a new transport (RESUME_OK sent or received); the frames the peer
+    had missed are queued again, the streams go on.
+
+    :ivar position: the peer's last received position: where our retransmission starts.
+    :ivar resent: how many frames were queued again.
+    """
+
+    __slots__ = ("position", "resent")
+
+    def __init__(self, position: int, resent: int) -> None:
+        self.position = position
+        self.resent = resent
+
+
+class ResumeReceived(Event):
+    """Server: a new connection began with RESUME (a supported version). Find the session of
+    ``frame.token`` and hand the frame to its connection's ``resume_session()``, or answer with
+    ``reject_resume()``. This connection ignores its input meanwhile.
+
+    :ivar frame: the :class:`~rsocket_tx.core.frames.ResumeFrame`.
+    """
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: ResumeFrame) -> None:
+        self.frame = frame
