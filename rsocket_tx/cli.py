@@ -220,6 +220,11 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
         help=f"max lifetime in milliseconds; default {DEFAULT_MAX_LIFETIME}",
     )
     p.add_argument(
+        "--resume", action="store_true",
+        help="make the connection resumable: reconnect and resume the session if the"
+        " transport fails (the server must allow resume)",
+    )
+    p.add_argument(
         "--timeout",
         metavar="SECONDS",
         help="give up after SECONDS for the whole operation (exit status 4); default: none",
@@ -618,6 +623,7 @@ async def _client(reactor, args: argparse.Namespace, streams: _Streams) -> int:
             data_mime_type=args.setup_data_mime,
             metadata_mime_type=args.metadata_mime,
             auth=args.auth if getattr(args, "setup_auth", False) else None,
+            resume=args.resume,
             keepalive_interval=args.keepalive,
             max_lifetime=args.max_lifetime,
             fragment_size=args.fragment,

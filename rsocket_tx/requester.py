@@ -236,6 +236,25 @@ class RSocket:
     request_channel.__doc__ += _OPTIONS_DOC
 
     @property
+    def is_resumable(self) -> bool:
+        """True if the connection was set up resumable (SETUP with R; spec §Resuming
+        Operation): a lost transport is then reconnected and the session resumed."""
+        conn = self._protocol._conn
+        return conn is not None and conn.is_resumable
+
+    @property
+    def resumes(self) -> int:
+        """How many times this session has been resumed on a new transport."""
+        return self._protocol.resumes
+
+    @property
+    def resumed(self) -> Deferred:
+        """A new Deferred firing with None at the session's next successful resumption, or
+        failing with the error that ends the session first (e.g.
+        :class:`~rsocket_tx.core.errors.RejectedResumeError`)."""
+        return self._protocol.when_resumed()
+
+    @property
     def is_closing(self) -> bool:
         """True while a graceful close is draining the open streams (new requests refused)."""
         return self._protocol.is_closing

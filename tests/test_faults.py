@@ -112,7 +112,7 @@ def _check_cuts(rig: Rig, plan: RandomCuts, seed: int) -> None:
     why = rig.describe(seed)
     assert len(rig.proxy.cuts) == plan.count, why
     assert {c.boundary for c in rig.proxy.cuts} == {True, False}, why
-    assert rig.rsocket._protocol.resumes >= plan.count, why
+    assert rig.rsocket.resumes >= plan.count, why
 
 
 # ---------------------------------------------------------------------------- with resume
@@ -151,7 +151,7 @@ async def test_cuts_at_a_chosen_boundary_and_inside_a_frame(rig):
     cuts = [(c.index, c.offset >= 5000 if c.index == 0 else c.offset == 3000, c.boundary)
             for c in rig.proxy.cuts]
     assert cuts == [(0, True, True), (1, True, False)]
-    assert rs._protocol.resumes == 2
+    assert rs.resumes == 2
 
 
 async def _first_items(stream, n: int) -> list[bytes]:
@@ -170,7 +170,7 @@ async def test_half_open_with_resume_is_detected_and_resumed(rig):
     first = await wait(_first_items(stream, 10))
     stalled = rig.proxy.current
     stalled.stall()  # silently: neither side is told
-    await wait(rs._protocol.when_resumed())
+    await wait(rs.resumed)
     rest = await _items(stream)
     assert first + rest == [b"%d" % i for i in range(N)]
     assert rig.proxy.connections.index(stalled) < len(rig.proxy.connections) - 1

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 import pytest_twisted
-from test_cli import REPO, _serve, run_cli
+from test_cli import REPO, _reactor, _serve, run_cli
 from test_tap import TWISTD, _Process
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import ProcessProtocol
@@ -183,3 +183,27 @@ async def test_twistd_serves_the_routed_service_to_the_cli_process():
         if not process.ended.called:
             process.transport.signalProcess(signal.SIGTERM)
         await process.ended.addTimeout(60, reactor)
+
+
+@aio
+async def test_cli_resume_option(orders):
+    # the orders server does not allow resume: a resumable SETUP is refused, so --resume
+    # really asked for it
+    refused = await run_cli(["request", orders, "--resume", "--route", "orders.feed", *ALICE])
+    assert refused.status == EXIT_RSOCKET_ERROR
+    assert "REJECTED_SETUP" in refused.stderr
+    port, number = await _serve_resumable()
+    try:
+        result = await run_cli(["stream", f"tcp://127.0.0.1:{number}", "--resume", "-d", "3"])
+    finally:
+        await port.stopListening()
+    assert (result.status, result.lines) == (EXIT_OK, [b"0", b"1", b"2"])
+
+
+async def _serve_resumable():
+    from rsocket_tx import serve
+    from rsocket_tx.demo import DemoResponder
+
+    port = await serve("tcp:0:interface=127.0.0.1", DemoResponder, resume=True,
+                       reactor=_reactor())
+    return port, port.getHost().port

@@ -205,6 +205,8 @@ def _expected(n: int) -> list[bytes]:
 @pytest.mark.parametrize("extra", [0, 1, 4])
 def test_cut_mid_stream_resumes_with_nothing_lost_or_repeated(extra):
     net, rs, responder, factory = _setup()
+    assert rs.is_resumable and rs.resumes == 0
+    resumed = rs.resumed
     stream = rs.request_stream(Payload(b"300"), prefetch=300)
     got, done = _collect(stream)
     net.to_server_only()
@@ -212,7 +214,7 @@ def test_cut_mid_stream_resumes_with_nothing_lost_or_repeated(extra):
     assert got == _expected(40)
     assert rs._protocol._conn.is_detached and not done.called
     net.advance(0.1)  # the first reconnection attempt
-    assert net.attempts == 2 and rs._protocol.resumes == 1
+    assert net.attempts == 2 and rs.resumes == 1 and resumed.called
     assert done.called and got == _expected(300)
     assert responder.streams_ended == ["stream"]  # generated once: resent from the buffer
 
@@ -241,7 +243,7 @@ def test_a_channel_resumes_both_ways_after_each_of_several_cuts():
         net.cut(deliver_to_client=7 + 13 * cut, deliver_to_server=50 + 37 * cut)
         net.flush()
     net.flush()
-    assert rs._protocol.resumes == 5
+    assert rs.resumes == 5
     assert done.called
     assert got == _expected(200)
     assert responder.inbound == _expected(200)
@@ -261,12 +263,12 @@ def test_backoff_doubles_while_reconnecting_fails_and_resets_after_a_resume():
     assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 0.8, 0.8], abs=0.015)
     net.refuse = False
     net.advance(0.8)
-    assert rs._protocol.resumes == 1
+    assert rs.resumes == 1
     before = net.attempts
     cut_at = net.clock.seconds()
     net.cut()
     net.advance(0.15, step=0.01)
-    assert net.attempts == before + 1 and rs._protocol.resumes == 2
+    assert net.attempts == before + 1 and rs.resumes == 2
     assert net.attempt_times[-1] - cut_at == pytest.approx(0.1, abs=0.02)  # reset
 
 
@@ -282,7 +284,7 @@ def test_requests_made_while_detached_go_out_after_the_resume():
     assert not response.called and not written.called and responder.fnf == []
     net.refuse = False
     net.advance(2.0)
-    assert rs._protocol.resumes == 1
+    assert rs.resumes == 1
     assert response.result.data == b"later"
     assert written.called and responder.fnf == [b"fnf"]
 
@@ -296,7 +298,7 @@ def test_half_open_is_detected_by_max_lifetime_and_resumed():
     net.advance(LIFETIME / 1000 + KEEPALIVE / 1000 + 0.2)
     # the client gave the dead transport up and resumed on a new connection; the server, that
     # still held the stalled one, handed the session over to the new one
-    assert rs._protocol.resumes == 1 and server.resumes == 1
+    assert rs.resumes == 1 and server.resumes == 1
     got, done = _collect(stream)
     net.flush()
     assert done.called and got == _expected(1000)
