@@ -9,6 +9,7 @@ from twisted.internet.defer import Deferred
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_LEASE_GRACE,
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
@@ -21,6 +22,7 @@ from .core.config import (
 )
 from .core.frames import SetupFrame, encode
 from .core.framing import MAX_FRAME_LENGTH
+from .core.lease import LeasePolicy
 from .core.payload import Payload
 from .core.resume import new_token
 from .endpoints import client_endpoint
@@ -37,7 +39,7 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
                keepalive_interval: int = DEFAULT_KEEPALIVE_INTERVAL,
                max_lifetime: int = DEFAULT_MAX_LIFETIME,
                auth: Credentials | None = None,
-               resume_token: bytes | None = None) -> SetupFrame:
+               resume_token: bytes | None = None, lease: bool = False) -> SetupFrame:
     """Build the SETUP frame a client sends (version 1.0; spec §SETUP Frame).
 
     :param auth: connection credentials, written into the SETUP metadata (Authentication
@@ -45,6 +47,8 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
         ``message/x.rsocket.authentication.v0``; entries of ``setup_payload.metadata`` follow.
     :param resume_token: sets the R flag with this resume identification token, 1..65535
         bytes (spec §SETUP Frame, §Identification Token Handling); None: not resumable.
+    :param lease: set the L flag: the connection uses leases both ways (spec §Lease
+        Semantics).
     :raises ValueError: a MIME type is not ASCII or longer than 255 bytes, a time is out of
         [1, 2^31-1] ms, ``auth`` cannot be carried by ``metadata_mime_type``, the token is
         empty, longer than 65535 bytes or not bytes, or the SETUP would not fit one frame
@@ -77,7 +81,8 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
         payload = Payload(payload.data, metadata)
     setup = SetupFrame(keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
                        data_mime_type=mimes[0], metadata_mime_type=mimes[1],
-                       data=payload.data, metadata=payload.metadata, resume_token=resume_token)
+                       data=payload.data, metadata=payload.metadata, resume_token=resume_token,
+                       lease=bool(lease))
     size = len(encode(setup))
     if size > MAX_FRAME_LENGTH:
         raise ValueError(f"the SETUP frame would be {size} bytes; a SETUP cannot be fragmented "
@@ -102,7 +107,9 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
             max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
             reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
-            reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY) -> Deferred:
+            reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY,
+            lease: bool | LeasePolicy = False,
+            lease_grace: int = DEFAULT_LEASE_GRACE) -> Deferred:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     :param endpoint: a Twisted client endpoint string (``"tcp:host=localhost:port=7878"``),
@@ -149,18 +156,38 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :param reconnect_initial_delay: milliseconds before the first reconnection attempt
         (default 100; 0: at once); each further attempt waits twice as long, up to
         ``reconnect_max_delay`` (default 10,000), until a resume succeeds.
+    :param lease: use leases (spec §Lease Semantics): True, or the
+        :class:`~rsocket_tx.lease.LeasePolicy` deciding what this client grants the server
+        (True: unlimited grants). SETUP carries the L flag; a request is sent only within the
+        server's last LEASE, else it raises :class:`~rsocket_tx.core.errors.LeaseError` (see
+        ``rsocket.lease.when_available()`` to wait), and the server's requests past the
+        client's grants are answered with ERROR[REJECTED]. The returned Deferred fires once
+        the server's first LEASE has arrived; if none arrives within ``max_lifetime`` ms the
+        connection is closed and it fails with ``LeaseError``.
+    :param lease_grace: milliseconds a grant of this client stays valid past its time-to-live
+        (default 1,000).
     :returns: Deferred firing with a connected :class:`~rsocket_tx.requester.RSocket`, or
-        failing with the endpoint's connection error.
+        failing with the endpoint's connection error (or, with ``lease``, the error that
+        closed the connection before the first LEASE).
     :raises ValueError: a bad endpoint string or setting.
+    :raises TypeError: ``lease`` is neither a bool nor a ``LeasePolicy``.
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
     if resume_token is None and resume:
         resume_token = new_token()
+    if isinstance(lease, LeasePolicy):
+        lease_policy = lease
+    elif isinstance(lease, bool):
+        lease_policy = None
+    else:
+        raise TypeError(f"lease must be True, False or a rsocket_tx.lease.LeasePolicy, got "
+                        f"{lease!r}")
     setup = make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type,
                        setup_payload=setup_payload, keepalive_interval=keepalive_interval,
-                       max_lifetime=max_lifetime, auth=auth, resume_token=resume_token)
+                       max_lifetime=max_lifetime, auth=auth, resume_token=resume_token,
+                       lease=lease is not False)
     ep = client_endpoint(reactor, endpoint)
     factory = RSocketClientFactory(setup, responder, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
@@ -173,7 +200,9 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                                    reconnect_initial_delay=reconnect_initial_delay,
                                    reconnect_max_delay=reconnect_max_delay,
                                    reconnect=lambda: ep.connect(factory),
+                                   lease_policy=lease_policy, lease_grace=lease_grace,
                                    frame_logger=frame_logger)
     d = ep.connect(factory)
+    d.addCallback(lambda proto: proto._ready())  # with leases: after the first LEASE
     d.addCallback(lambda proto: proto.rsocket)
     return d

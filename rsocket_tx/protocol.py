@@ -23,6 +23,12 @@ factory keeps every resumable session by token (:attr:`RSocketServerFactory.sess
 protocol of a new connection that begins with RESUME hands its transport to the session's
 protocol and then only relays to it. Requests made meanwhile wait in the resume buffer;
 outbound stream pumps pause while there is no transport.
+
+Leases (spec §Lease Semantics): when the client's SETUP has the L flag, each side's
+:class:`~rsocket_tx.lease.LeaseHandle` (``protocol.lease``) runs its
+:class:`~rsocket_tx.lease.LeasePolicy` (the first LEASE as soon as the connection is
+established, then every ``policy.interval`` ms) and wakes who waits for a lease; the core
+enforces them both ways.
 """
 
 from __future__ import annotations
@@ -30,7 +36,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, fail, gatherResults
+from twisted.internet.defer import (
+    CancelledError,
+    Deferred,
+    ensureDeferred,
+    fail,
+    gatherResults,
+    succeed,
+)
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
@@ -42,6 +55,7 @@ from .core import errors as E
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_KEEPALIVE_INTERVAL,
+    DEFAULT_LEASE_GRACE,
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_LIFETIME,
     DEFAULT_MAX_REASSEMBLED_SIZE,
@@ -73,8 +87,10 @@ from .core.events import (
 )
 from .core.frames import FrameType, ResumeFrame, SetupFrame
 from .core.framing import MAX_FRAME_LENGTH
+from .core.lease import NO_LEASE, LeasePolicy
 from .core.payload import Payload
 from .core.resume import Backoff, SessionStore
+from .lease import LeaseHandle
 from .requester import RSocket
 from .responder import Responder, SetupInfo
 from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
@@ -111,13 +127,19 @@ class RSocketProtocol(Protocol):
     :param setup: client: the :class:`~rsocket_tx.core.frames.SetupFrame` to send.
     :param reactor: the reactor (``IReactorTime``) for keepalive timers and pump scheduling.
     :param frame_logger: ``callable(direction, frame)`` for a frame-level debug log.
+    :param lease_policy: what this side grants the peer when the connection uses leases (the
+        client's SETUP has the L flag): a :class:`~rsocket_tx.lease.LeasePolicy`; None grants
+        an unlimited lease (:class:`~rsocket_tx.lease.UnlimitedLeasePolicy`).
+
+    :ivar lease: the connection's :class:`~rsocket_tx.lease.LeaseHandle`.
     """
 
     def __init__(self, role: str, config: ConnectionConfig, *, reactor,
                  responder: Responder | None = None,
                  responder_factory: Callable[[], Responder] | None = None,
                  setup: SetupFrame | None = None,
-                 frame_logger: Callable | None = None) -> None:
+                 frame_logger: Callable | None = None,
+                 lease_policy: LeasePolicy | None = None) -> None:
         self._role = role
         self._config = config
         self._reactor = reactor
@@ -145,6 +167,8 @@ class RSocketProtocol(Protocol):
         self._held: list | None = None  # events held while an async acceptor decides
         self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
         self.rsocket = RSocket(self)
+        self.lease = LeaseHandle(self, lease_policy)
+        self._ready_call = None  # the client's wait for its first LEASE
         self._ended = False  # the RSocket connection is over (the transport may still drain)
         self._transport_gone = False
         self._closed_waiters: list[Deferred] = []
@@ -191,7 +215,9 @@ class RSocketProtocol(Protocol):
             if self.setup_info is not None:
                 self._responder.setup = self.setup_info
         self.transport.registerProducer(self, True)
-        self._flush()  # the client's SETUP, in one write
+        if self._conn.lease_enabled:
+            self.lease._start()  # the client-side responder's first LEASE follows SETUP
+        self._flush()  # the client's SETUP (and LEASE), in one write
         self._schedule_tick()
         connection_made = getattr(self.factory, "_connection_made", None)
         if connection_made is not None:
@@ -313,6 +339,9 @@ class RSocketProtocol(Protocol):
         if resumed is not None:
             resumed(self)
         self.resumeProducing()  # pumps go on (what they send is queued after the resent)
+        if self._conn.lease_enabled:
+            # spec §Resume Operation: lease semantics restart on the new connection
+            self.lease._renew()
         self._schedule_tick()
         waiters, self._resume_waiters = self._resume_waiters, []
         for d in waiters:
@@ -522,6 +551,8 @@ class RSocketProtocol(Protocol):
         if d is not None:  # decided later: hold the connection's other events until then
             self._held = []
             d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
+        elif self._conn.lease_enabled and self._conn.is_open:
+            self.lease._start()  # spec §Connection Establishment: the first LEASE, at once
 
     def _setup_rejected(self, failure: Failure) -> None:
         exc = failure.value
@@ -535,6 +566,8 @@ class RSocketProtocol(Protocol):
 
     def _setup_accepted_later(self, _) -> None:
         held, self._held = self._held, None
+        if self._conn.lease_enabled and self._conn.is_open:
+            self.lease._start()
         self._handle(held)
         self._flush()
 
@@ -550,7 +583,9 @@ class RSocketProtocol(Protocol):
             self._held = held
 
     def _on_lease(self, event: LeaseReceived) -> None:
-        pass  # lease support arrives with its own issue; the core refuses SETUP with L
+        if self._conn.lease_enabled:
+            self.lease._received()
+            self._schedule_tick()  # a tick when this lease expires
 
     def _on_request(self, event: RequestReceived) -> None:
         responder = self._responder
@@ -718,6 +753,10 @@ class RSocketProtocol(Protocol):
                 and not isinstance(error, E.ConnectionCloseError):
             error = E.ConnectionLostError(str(error))
         self.close_reason = event.error
+        self.lease._stop(error)
+        if self._ready_call is not None and self._ready_call.active():
+            self._ready_call.cancel()
+        self._ready_call = None
         conn = self._conn
         if conn.resume_token is not None:
             sessions = getattr(self.factory, "sessions", None)
@@ -786,6 +825,43 @@ class RSocketProtocol(Protocol):
             del self._pumps[sid]
         self._stream_failed_locally(sid, error)
         self._flush()
+
+    # ------------------------------------------------------------------ leases
+
+    def _ready(self) -> Deferred:
+        """Client: a Deferred firing with this protocol once requests may start. At once
+        without leases; with leases, once the server's first LEASE has arrived (spec
+        §Connection Establishment: a client that set L waits for it), failing with the error
+        that closes the connection first, or with
+        :class:`~rsocket_tx.core.errors.LeaseError` (``NO_LEASE``; the connection is then
+        closed) when none arrives within the client's max lifetime (ms)."""
+        conn = self._conn
+        if conn is None or not conn.lease_enabled:
+            return succeed(self)
+        d = self.lease._when_first_lease()
+        if not d.called:
+            limit = conn.setup.max_lifetime
+
+            def no_lease() -> None:
+                self._ready_call = None
+                if d.called:
+                    return
+                d.errback(E.LeaseError(NO_LEASE, (
+                    f"no LEASE from the server within {limit} ms of connecting (max "
+                    "lifetime): this connection asked for leases (SETUP L flag) and may send "
+                    "no request without one; it is closed")))
+                self.close()
+
+            self._ready_call = self._reactor.callLater(limit / 1000.0, no_lease)
+
+            def arrived(result):
+                if self._ready_call is not None and self._ready_call.active():
+                    self._ready_call.cancel()
+                self._ready_call = None
+                return result
+
+            d.addBoth(arrived)
+        return d.addCallback(lambda _: self)
 
     # ------------------------------------------------------------------ requester side
 
@@ -934,6 +1010,12 @@ class RSocketProtocol(Protocol):
         self.transport.abortConnection()
 
 
+def _check_policy(policy) -> None:
+    if policy is not None and not isinstance(policy, LeasePolicy):
+        raise TypeError(f"lease_policy must be a rsocket_tx.lease.LeasePolicy or None, got "
+                        f"{policy!r}")
+
+
 class _FactoryMixin:
     def _init_common(self, *, reactor, fragment_size, max_frame_size, max_reassembled_size,
                      setup_timeout, keepalive_interval, max_lifetime, max_concurrent_streams,
@@ -980,6 +1062,12 @@ class RSocketServerFactory(_FactoryMixin, Factory):
         (default 16 MiB); a resume that needs frames dropped past it is refused.
     :param max_resume_sessions: resumable sessions kept at once, attached or detached
         (default 10,000); a SETUP with R past it gets ERROR[REJECTED_SETUP].
+    :param lease_policy: what the server grants a client that asks for leases (SETUP L flag;
+        spec §Lease Semantics): a :class:`~rsocket_tx.lease.LeasePolicy` (one object serves
+        every connection); None grants unlimited leases. Requests past a grant are answered
+        with ERROR[REJECTED].
+    :param lease_grace: milliseconds a grant stays valid past its time-to-live (default
+        1,000; see :class:`~rsocket_tx.core.config.ConnectionConfig`).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
     :raises ValueError: a setting is out of range.
 
@@ -1001,7 +1089,11 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                  resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
                  max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
                  max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
+                 lease_policy: LeasePolicy | None = None,
+                 lease_grace: int = DEFAULT_LEASE_GRACE,
                  frame_logger: Callable | None = None) -> None:
+        _check_policy(lease_policy)
+        self.lease_policy = lease_policy
         if responder_factory is None:
             from .demo import DemoResponder
             responder_factory = DemoResponder
@@ -1019,7 +1111,7 @@ class RSocketServerFactory(_FactoryMixin, Factory):
                           drain_timeout=drain_timeout, frame_logger=frame_logger,
                           resume=resume, resume_session_timeout=resume_session_timeout,
                           max_resume_buffer_size=max_resume_buffer_size,
-                          max_resume_sessions=max_resume_sessions)
+                          max_resume_sessions=max_resume_sessions, lease_grace=lease_grace)
         self.connections: set[RSocketProtocol] = set()
         self.sessions: SessionStore[RSocketProtocol] | None = (
             SessionStore(max_resume_sessions) if resume else None)
@@ -1028,7 +1120,8 @@ class RSocketServerFactory(_FactoryMixin, Factory):
     def buildProtocol(self, addr) -> RSocketProtocol:
         proto = RSocketProtocol(Role.SERVER, self.config, reactor=self.reactor,
                                 responder_factory=self.responder_factory,
-                                frame_logger=self.frame_logger)
+                                frame_logger=self.frame_logger,
+                                lease_policy=self.lease_policy)
         proto.factory = self
         return proto
 
@@ -1070,6 +1163,8 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
         exponential backoff (``reconnect_initial_delay``, doubling up to
         ``reconnect_max_delay``, milliseconds) until the session resumes or
         ``resume_session_timeout`` ms have passed. None: a lost transport ends the session.
+    :param lease_policy: with a ``setup`` that has the L flag (``make_setup(lease=True)``):
+        what the client grants the server (None: unlimited leases).
 
     Other parameters as :class:`RSocketServerFactory`.
     """
@@ -1086,7 +1181,11 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                  reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
                  reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY,
                  reconnect: Callable[[], Deferred] | None = None,
+                 lease_policy: LeasePolicy | None = None,
+                 lease_grace: int = DEFAULT_LEASE_GRACE,
                  frame_logger: Callable | None = None) -> None:
+        _check_policy(lease_policy)
+        self.lease_policy = lease_policy
         self.setup = setup
         self.responder = responder
         self.reconnect = reconnect
@@ -1104,7 +1203,7 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
                           resume_session_timeout=resume_session_timeout,
                           max_resume_buffer_size=max_resume_buffer_size,
                           reconnect_initial_delay=reconnect_initial_delay,
-                          reconnect_max_delay=reconnect_max_delay)
+                          reconnect_max_delay=reconnect_max_delay, lease_grace=lease_grace)
         self._backoff = Backoff(reconnect_initial_delay, reconnect_max_delay)
 
     def buildProtocol(self, addr) -> RSocketProtocol:
@@ -1112,7 +1211,8 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
             return self._session  # a reconnection: the same session, on a new transport
         proto = RSocketProtocol(Role.CLIENT, self.config, reactor=self.reactor,
                                 responder=self.responder, setup=self.setup,
-                                frame_logger=self.frame_logger)
+                                frame_logger=self.frame_logger,
+                                lease_policy=self.lease_policy)
         proto.factory = self
         return proto
 

@@ -8,6 +8,7 @@ from twisted.internet.defer import Deferred
 
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_LEASE_GRACE,
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_REASSEMBLED_SIZE,
     DEFAULT_MAX_RESUME_BUFFER_SIZE,
@@ -17,6 +18,7 @@ from .core.config import (
     DEFAULT_SETUP_TIMEOUT,
 )
 from .core.framing import MAX_FRAME_LENGTH
+from .core.lease import LeasePolicy
 from .endpoints import server_endpoint
 from .protocol import RSocketServerFactory
 from .responder import Responder
@@ -36,6 +38,8 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
           resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
           max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
           max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
+          lease_policy: LeasePolicy | None = None,
+          lease_grace: int = DEFAULT_LEASE_GRACE,
           frame_logger: Callable | None = None) -> Deferred:
     """Serve RSocket on ``endpoint``.
 
@@ -66,6 +70,16 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         ERROR[REJECTED_RESUME].
     :param max_resume_sessions: resumable sessions kept at once (default 10,000); a SETUP
         with R past it gets ERROR[REJECTED_SETUP].
+    :param lease_policy: what the server grants each client that asks for leases (SETUP L
+        flag; spec §Lease Semantics): a :class:`~rsocket_tx.lease.LeasePolicy`, e.g.
+        :class:`~rsocket_tx.lease.FixedRateLeasePolicy` ``(ttl=1000, requests=100)``; one
+        object serves every connection. None: unlimited grants. The server sends the first
+        LEASE as soon as it accepts the SETUP, then one every ``policy.interval`` ms, answers
+        requests past its grants with ERROR[REJECTED], and its own requests to the client
+        honour the client's leases (:class:`~rsocket_tx.core.errors.LeaseError`). Clients
+        without the L flag are not affected.
+    :param lease_grace: milliseconds a grant stays valid past its time-to-live, for the
+        requests in flight (default 1,000).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
     :returns: Deferred firing with the ``IListeningPort`` (its ``factory`` is the
         :class:`~rsocket_tx.protocol.RSocketServerFactory`).
@@ -84,5 +98,6 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
                                    resume_session_timeout=resume_session_timeout,
                                    max_resume_buffer_size=max_resume_buffer_size,
                                    max_resume_sessions=max_resume_sessions,
+                                   lease_policy=lease_policy, lease_grace=lease_grace,
                                    frame_logger=frame_logger)
     return server_endpoint(reactor, endpoint).listen(factory)

@@ -37,6 +37,7 @@ from zope.interface import implementer
 
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_LEASE_GRACE,
     DEFAULT_MAX_CONCURRENT_STREAMS,
     DEFAULT_MAX_RESUME_BUFFER_SIZE,
     DEFAULT_MAX_RESUME_SESSIONS,
@@ -60,6 +61,7 @@ __all__ = [
     "parse_fragment_size",
     "check_listen",
     "load_responder",
+    "load_lease_policy",
     "build_service",
     "RSocketServerService",
     "describe_frame",
@@ -114,6 +116,16 @@ class ServerSettings:
         RESUME (>= 1).
     :ivar max_resume_buffer_size: bytes of sent frames a session keeps for resending (>= 1).
     :ivar max_resume_sessions: resumable sessions kept at once (>= 1).
+    :ivar lease_ttl: with ``lease_requests``: a fixed-rate lease policy grants each client
+        that asks for leases (SETUP L flag) ``lease_requests`` requests per ``lease_ttl``
+        milliseconds (1 .. 2^31-1); ``None``: no fixed-rate policy.
+    :ivar lease_requests: requests per lease (0 .. 2^31-1), with ``lease_ttl``.
+    :ivar lease_interval: milliseconds between two LEASE frames of the fixed-rate policy
+        (``None``: ``lease_ttl``).
+    :ivar lease_policy: the ``module:Name`` of the application's
+        :class:`~rsocket_tx.lease.LeasePolicy` (a subclass, built with no arguments, or an
+        instance), or ``None``.
+    :ivar lease_grace: milliseconds a grant stays valid past its time-to-live (>= 0).
     :ivar debug: log every frame sent and received (twisted.logger, level debug).
     """
 
@@ -133,7 +145,27 @@ class ServerSettings:
     resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT
     max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE
     max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS
+    lease_ttl: int | None = None
+    lease_requests: int | None = None
+    lease_interval: int | None = None
+    lease_policy: str | None = None
+    lease_policy_factory: Callable | None = None
+    lease_grace: int = DEFAULT_LEASE_GRACE
     debug: bool = False
+
+    def make_lease_policy(self):
+        """The :class:`~rsocket_tx.lease.LeasePolicy` these settings describe: the one of
+        ``--lease-policy``, a :class:`~rsocket_tx.lease.FixedRateLeasePolicy` for
+        ``--lease-ttl``/``--lease-requests``, or ``None`` (clients asking for leases get
+        unlimited ones)."""
+        if self.lease_policy_factory is not None:
+            return self.lease_policy_factory()
+        if self.lease_ttl is not None:
+            from .core.lease import FixedRateLeasePolicy
+
+            return FixedRateLeasePolicy(self.lease_ttl, self.lease_requests,
+                                        self.lease_interval)
+        return None
 
 
 @dataclass(frozen=True)
@@ -274,6 +306,42 @@ SERVER_OPTIONS: tuple[ServerOption, ...] = (
         "with --resume: resumable sessions kept at once; more are refused with"
         f" ERROR[REJECTED_SETUP] (default {DEFAULT_MAX_RESUME_SESSIONS})",
     ),
+    ServerOption(
+        "lease-ttl",
+        "lease_ttl",
+        "MS",
+        "with --lease-requests: grant each client that asks for leases (SETUP L flag)"
+        " --lease-requests requests per MS milliseconds; requests past the grant are answered"
+        " with ERROR[REJECTED] (default: unlimited leases)",
+    ),
+    ServerOption(
+        "lease-requests",
+        "lease_requests",
+        "N",
+        "with --lease-ttl: requests each lease allows (0 stops all requests)",
+    ),
+    ServerOption(
+        "lease-interval",
+        "lease_interval",
+        "MS",
+        "with --lease-ttl: milliseconds between LEASE frames (default: the --lease-ttl; shorter"
+        " renews each lease before it expires)",
+    ),
+    ServerOption(
+        "lease-policy",
+        "lease_policy",
+        "MODULE:NAME",
+        "the application's lease policy for clients that ask for leases: a"
+        " rsocket_tx.lease.LeasePolicy subclass (built with no arguments) or instance, as"
+        " package.module:Name (instead of --lease-ttl/--lease-requests)",
+    ),
+    ServerOption(
+        "lease-grace",
+        "lease_grace",
+        "MS",
+        "milliseconds a lease stays valid past its time-to-live, for the requests in flight"
+        f" (default {DEFAULT_LEASE_GRACE})",
+    ),
 )
 
 DEBUG_HELP = "log every frame sent and received, decoded (twisted.logger, level debug)"
@@ -394,6 +462,90 @@ def load_responder(spec: str) -> type:
     return obj
 
 
+def load_lease_policy(spec: str) -> Callable:
+    """Import the lease policy named ``spec``.
+
+    :param spec: ``package.module:Name`` (or ``package.module.Name``): a
+        :class:`~rsocket_tx.lease.LeasePolicy` subclass, built with no arguments, or an
+        instance.
+    :returns: a zero-argument callable making the policy (one policy serves every
+        connection).
+    :raises SettingsError: if it cannot be imported, is not a LeasePolicy, or building it
+        fails.
+    """
+    from .core.lease import LeasePolicy
+
+    text = spec.strip()
+    if ":" in text:
+        module_name, _, attr_path = text.partition(":")
+    else:
+        module_name, _, attr_path = text.rpartition(".")
+    if not module_name or not attr_path:
+        raise SettingsError(f"--lease-policy: expected package.module:Name, got {spec!r}")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            obj = getattr(obj, part)
+    except ImportError as e:
+        raise SettingsError(f"--lease-policy: cannot import module {module_name!r}: {e}") \
+            from None
+    except AttributeError:
+        raise SettingsError(
+            f"--lease-policy: module {module_name!r} has no attribute {attr_path!r}") from None
+    except Exception as e:  # the module itself raised while importing
+        raise SettingsError(f"--lease-policy: importing module {module_name!r} failed: "
+                            f"{type(e).__name__}: {e}") from None
+    if isinstance(obj, LeasePolicy):
+        policy = obj
+        return lambda: policy
+    if not (isinstance(obj, type) and issubclass(obj, LeasePolicy)):
+        raise SettingsError(f"--lease-policy: {spec!r} is not a rsocket_tx.lease.LeasePolicy "
+                            f"subclass or instance (it is {obj!r})")
+    try:
+        obj()
+    except Exception as e:
+        raise SettingsError(f"--lease-policy: {spec!r} cannot be built with no arguments: "
+                            f"{type(e).__name__}: {e}") from None
+    return obj
+
+
+def _lease_settings(lease_ttl, lease_requests, lease_interval, lease_policy,
+                    lease_grace) -> dict:
+    ttl = parse_int_option("lease-ttl", lease_ttl, minimum=1, maximum=2**31 - 1,
+                           unit="milliseconds")
+    requests = parse_int_option("lease-requests", lease_requests, minimum=0,
+                                maximum=2**31 - 1, unit="requests")
+    interval = parse_int_option("lease-interval", lease_interval, minimum=1,
+                                maximum=2**31 - 1, unit="milliseconds")
+    grace = parse_int_option("lease-grace", lease_grace, minimum=0, maximum=2**31 - 1,
+                             unit="milliseconds")
+    if (ttl is None) != (requests is None):
+        given, missing = ("lease-ttl", "lease-requests") if requests is None else \
+            ("lease-requests", "lease-ttl")
+        raise SettingsError(f"--{given}: needs --{missing} too (a fixed-rate lease grants "
+                            "--lease-requests requests per --lease-ttl milliseconds)")
+    if interval is not None and ttl is None:
+        raise SettingsError("--lease-interval: needs --lease-ttl and --lease-requests")
+    factory = None
+    if lease_policy is not None:
+        if ttl is not None:
+            raise SettingsError("--lease-policy: give either --lease-policy or "
+                                "--lease-ttl/--lease-requests, not both")
+        if isinstance(lease_policy, str):
+            factory = load_lease_policy(lease_policy)
+        else:
+            from .core.lease import LeasePolicy
+
+            if not isinstance(lease_policy, LeasePolicy):
+                raise SettingsError(f"--lease-policy: {lease_policy!r} is not a LeasePolicy")
+            policy = lease_policy
+            lease_policy = f"{type(policy).__module__}:{type(policy).__qualname__}"
+            factory = lambda: policy  # noqa: E731
+    return {"lease_ttl": ttl, "lease_requests": requests, "lease_interval": interval,
+            "lease_policy": lease_policy, "lease_policy_factory": factory,
+            "lease_grace": DEFAULT_LEASE_GRACE if grace is None else grace}
+
+
 def parse_server_settings(
     *,
     listen: Iterable[str] | None = None,
@@ -411,6 +563,11 @@ def parse_server_settings(
     resume_session_timeout=None,
     max_resume_buffer_size=None,
     max_resume_sessions=None,
+    lease_ttl=None,
+    lease_requests=None,
+    lease_interval=None,
+    lease_policy=None,
+    lease_grace=None,
     debug: bool = False,
 ) -> ServerSettings:
     """Validate server options as typed on a command line; ``None`` means "not given".
@@ -432,6 +589,12 @@ def parse_server_settings(
     :param resume_session_timeout: milliseconds, 1 .. 2^31-1.
     :param max_resume_buffer_size: bytes, >= 1.
     :param max_resume_sessions: sessions, 1 .. 2^31-1.
+    :param lease_ttl: milliseconds, 1 .. 2^31-1; with ``lease_requests`` (both or neither).
+    :param lease_requests: requests, 0 .. 2^31-1.
+    :param lease_interval: milliseconds, 1 .. 2^31-1; needs ``lease_ttl``.
+    :param lease_policy: ``package.module:Name`` of a LeasePolicy subclass or instance (or the
+        policy object itself); not with ``lease_ttl``.
+    :param lease_grace: milliseconds, 0 .. 2^31-1.
     :param debug: log every frame.
     :returns: the validated :class:`ServerSettings`.
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
@@ -543,6 +706,8 @@ def parse_server_settings(
             ),
             defaults.max_resume_sessions,
         ),
+        **_lease_settings(lease_ttl, lease_requests, lease_interval, lease_policy,
+                          lease_grace),
         debug=bool(debug),
     )
 
@@ -825,6 +990,8 @@ def build_service(settings: ServerSettings, reactor=None) -> RSocketServerServic
         resume_session_timeout=settings.resume_session_timeout,
         max_resume_buffer_size=settings.max_resume_buffer_size,
         max_resume_sessions=settings.max_resume_sessions,
+        lease_policy=settings.make_lease_policy(),
+        lease_grace=settings.lease_grace,
         frame_logger=make_frame_logger() if settings.debug else None,
     )
     factory.noisy = False  # "listening on" is logged by the service, with the endpoint

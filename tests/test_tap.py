@@ -288,6 +288,8 @@ def test_make_service_structure(recording_factory):
         "resume_session_timeout": 120_000,
         "max_resume_buffer_size": 16_777_216,
         "max_resume_sessions": 10_000,
+        "lease_policy": None,
+        "lease_grace": 1_000,
         "frame_logger": None,
     }
     assert factory.noisy is False

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .framing import MAX_FRAME_LENGTH
+from .lease import DEFAULT_LEASE_GRACE
 
 __all__ = [
     "ConnectionConfig",
     "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_KEEPALIVE_INTERVAL",
+    "DEFAULT_LEASE_GRACE",
     "DEFAULT_MAX_CONCURRENT_STREAMS",
     "DEFAULT_MAX_LIFETIME",
     "DEFAULT_MAX_REASSEMBLED_SIZE",
@@ -108,6 +110,11 @@ class ConnectionConfig:
         one before, up to ``reconnect_max_delay``. 0 retries at once. Default 100.
     :param reconnect_max_delay: resumable client: the longest wait between two attempts,
         milliseconds. Default 10,000.
+    :param lease_grace: connections with leases (the client's SETUP has the L flag; spec
+        §Lease Semantics): milliseconds a lease we granted stays valid past its time-to-live,
+        because the peer counts the time-to-live from the LEASE's arrival and its request
+        still travels back to us (at least a round trip). A request past the time-to-live plus
+        this grace is answered with ERROR[REJECTED]. Default 1,000; 0 is strict.
     :param length_prefixed: True for byte-stream transports (TCP): frames carry the 24-bit
         length prefix. False for message transports (WebSocket).
     :raises ValueError: a setting is out of range (see :meth:`validate`).
@@ -128,6 +135,7 @@ class ConnectionConfig:
     max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS
     reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY
     reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY
+    lease_grace: int = DEFAULT_LEASE_GRACE
     length_prefixed: bool = True
 
     def __post_init__(self) -> None:
@@ -159,6 +167,7 @@ class ConnectionConfig:
         _check_range("reconnect_initial_delay", self.reconnect_initial_delay, 0, 2**31 - 1, "ms")
         _check_range("reconnect_max_delay", self.reconnect_max_delay,
                      self.reconnect_initial_delay, 2**31 - 1, "ms")
+        _check_range("lease_grace", self.lease_grace, 0, 2**31 - 1, "ms")
 
     @property
     def outbound_frame_limit(self) -> int:

@@ -19,6 +19,12 @@ in a :class:`~rsocket_tx.core.resume.ResumeBuffer`; it outlives its transport (`
 and continues on a new one (client ``start_resume()``, server ``resume_session()``). With
 resumption off none of this runs: the send path is the plain one, the receive path checks one
 attribute per read.
+
+Leases (spec §Lease Semantics) are off unless the client's SETUP carries the L flag; then they
+run both ways: :attr:`RSocketConnection.requester_lease` counts what we may send (a request
+past it raises :class:`~rsocket_tx.core.errors.LeaseError`), and
+:attr:`RSocketConnection.responder_lease` what we granted (a request past it is answered with
+ERROR[REJECTED]). With leases off a request costs one ``is not None`` check more.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from .frames import (
     Frame,
     FrameType,
     KeepaliveFrame,
+    LeaseFrame,
     MetadataPushFrame,
     ResumeFrame,
     ResumeOkFrame,
@@ -64,6 +71,7 @@ from .frames import (
     encode,
 )
 from .framing import FrameReader
+from .lease import Lease, LeaseStats, RequesterLease, ResponderLease
 from .payload import Payload
 from .resume import (
     ResumeBuffer,
@@ -164,11 +172,13 @@ class RSocketConnection:
     :param now: the current time in seconds (any epoch; the same clock as :meth:`tick`).
     :param frame_logger: optional ``callable(direction, frame)`` called with ``"send"`` or
         ``"recv"`` and the decoded frame, for debug logs (slows the hot path).
-    :raises ValueError: a client without ``setup``, or a SETUP with the lease flag (not
-        supported until the issue that adds it).
+    :raises ValueError: a client without ``setup``.
 
     A client whose ``setup`` carries ``resume_token`` is resumable (spec §Resuming Operation);
-    a server becomes resumable when it accepts such a SETUP (``config.resume``).
+    a server becomes resumable when it accepts such a SETUP (``config.resume``). A client
+    whose ``setup`` has ``lease`` set, and a server that accepts such a SETUP, use leases
+    (spec §Lease Semantics): see :attr:`requester_lease`, :attr:`responder_lease` and
+    :meth:`send_lease`.
     """
 
     def __init__(self, role: str, config: ConnectionConfig | None = None, *,
@@ -210,6 +220,10 @@ class RSocketConnection:
         self._received = 0  # implied position of the stream frames received
         self.resume_token: bytes | None = None
         self._detached_at = 0.0
+        # leases (None unless the client's SETUP had the L flag): what the peer granted us,
+        # and what we granted the peer
+        self._lease: RequesterLease | None = None
+        self._granted: ResponderLease | None = None
         self._dispatch = {
             FrameType.SETUP: self._on_setup,
             FrameType.LEASE: self._on_lease,
@@ -230,9 +244,9 @@ class RSocketConnection:
         if self.is_client:
             if setup is None:
                 raise ValueError("a client connection needs the SETUP frame to send")
-            if setup.lease:
-                raise ValueError("lease is not supported yet: SETUP must not set the L flag")
             self.setup = setup
+            if setup.lease:
+                self._enable_lease()
             if setup.resume_token is not None:
                 self._enable_resume(setup.resume_token)
             self.state = _OPEN
@@ -287,6 +301,37 @@ class RSocketConnection:
         """Streams the peer opened that are still open (what ``max_concurrent_streams``
         bounds)."""
         return self._peer_streams
+
+    @property
+    def lease_enabled(self) -> bool:
+        """True when this connection uses leases (the client's SETUP had the L flag)."""
+        return self._lease is not None
+
+    @property
+    def requester_lease(self) -> RequesterLease | None:
+        """The lease the peer granted us (:class:`~rsocket_tx.core.lease.RequesterLease`), or
+        None without leases."""
+        return self._lease
+
+    @property
+    def responder_lease(self) -> ResponderLease | None:
+        """What we granted the peer (:class:`~rsocket_tx.core.lease.ResponderLease`), or None
+        without leases."""
+        return self._granted
+
+    def lease_available(self) -> int | None:
+        """Requests we may send now under the peer's lease (0: none); None without leases.
+        "Now" is the time of the last :meth:`tick` or timed receive (``next_deadline`` asks
+        for a tick when the lease expires)."""
+        lease = self._lease
+        return None if lease is None else lease.available(self._now)
+
+    def lease_stats(self) -> LeaseStats | None:
+        """What our responder granted and saw
+        (:class:`~rsocket_tx.core.lease.LeaseStats`, ``active_streams`` = the streams the
+        peer has open towards us), or None without leases."""
+        granted = self._granted
+        return None if granted is None else granted.stats(self._now, self._peer_streams)
 
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is an open stream."""
@@ -593,6 +638,12 @@ class RSocketConnection:
             check = self._now + self.setup.keepalive_interval / 1000.0
         if check > deadline:
             check = deadline
+        lease = self._lease
+        if lease is not None:
+            # a tick when the peer's lease expires: requests after it see the expired lease
+            expiry = lease.expires_at
+            if expiry is not None and self._now < expiry < check:
+                check = expiry
         drain = self._drain_deadline
         return drain if drain is not None and drain < check else check
 
@@ -613,17 +664,20 @@ class RSocketConnection:
         if sid > MAX_U31:
             raise E.StreamIdsExhaustedError(
                 "every stream id of this side has been used (2^31-1); open a new connection")
+        lease = self._lease
+        if lease is not None:
+            lease.use(self._now)  # raises LeaseError: nothing sent, no stream id used
         self._next_stream_id = sid + 2
         return sid
 
     def _send_request(self, kind: int, payload: Payload, initial_n: int,
                       complete: bool = False) -> int:
-        sid = self._new_stream_id()
         fixed = b""
         if kind == STREAM or kind == CHANNEL:
             if not 1 <= initial_n <= MAX_U31:
                 raise ValueError(f"initial request n must be in [1, {MAX_U31}], got {initial_n}")
             fixed = _U32.pack(initial_n)
+        sid = self._new_stream_id()
         self._queue_payload_bearing(kind, sid, FLAG_COMPLETE if complete else 0, fixed,
                                     payload.data, payload.metadata)
         if kind != FNF:
@@ -639,6 +693,9 @@ class RSocketConnection:
 
         :raises LocalProtocolError: the connection is closed or not established.
         :raises StreamIdsExhaustedError: no stream id is left.
+        :raises LeaseError: the connection uses leases and the peer's lease does not allow a
+            request now (none yet, expired or used up; spec §Lease Semantics). The same holds
+            for the other request methods.
         """
         return self._send_request(RESPONSE, payload, 0)
 
@@ -920,6 +977,35 @@ class RSocketConnection:
             error = self._closing_error or E.ConnectionLostError(reason)
         return self._close_with(error, True, send=False)
 
+    # ---------------------------------------------------------------------------- leases
+
+    def _enable_lease(self) -> None:
+        self._lease = RequesterLease()
+        self._granted = ResponderLease(self.config.lease_grace)
+
+    def send_lease(self, lease: Lease, now: float | None = None) -> None:
+        """Grant the peer ``lease``: queue a LEASE frame and enforce it on the requests that
+        arrive from now on (spec §LEASE Frame; it replaces what the peer had, while what the
+        peer may still have in flight is honoured).
+
+        :param lease: a :class:`~rsocket_tx.core.lease.Lease` (ttl in ms, number of requests,
+            optional metadata).
+        :param now: the current time in seconds (the clock of :meth:`tick`); None: the last
+            time the connection was given.
+        :raises LocalProtocolError: the connection does not use leases, or is closed.
+        """
+        if self.state == _CLOSED:
+            raise E.LocalProtocolError("the connection is closed")
+        granted = self._granted
+        if granted is None:
+            raise E.LocalProtocolError(
+                "this connection does not use leases (the client's SETUP had no L flag)")
+        if now is not None:
+            self._now = now
+        granted.grant(lease, self._now)
+        self._queue_frame(LeaseFrame(ttl=lease.ttl, number_of_requests=lease.number_of_requests,
+                                     metadata=lease.metadata))
+
     # ---------------------------------------------------------------------------- resumption
 
     def _enable_resume(self, token: bytes) -> None:
@@ -1123,20 +1209,21 @@ class RSocketConnection:
             events.extend(self._close_with(
                 E.RejectedSetupError("resume is not supported by this server"), True))
             return
-        if f.lease:
-            events.extend(self._close_with(
-                E.RejectedSetupError("lease is not supported by this server"), True))
-            return
         self.setup = f
         self.state = _OPEN
         self._last_alive = self._now
         if f.resume_token is not None:
             self._enable_resume(f.resume_token)
+        if f.lease:
+            self._enable_lease()
         events.append(SetupReceived(f))
 
     def _on_lease(self, f, events: list[Event]) -> None:
         if f.stream_id == 0:
             self._setup_confirmed = True
+            lease = self._lease
+            if lease is not None:  # without the L flag a LEASE means nothing: ignored
+                lease.receive(Lease(f.ttl, f.number_of_requests, f.metadata), self._now)
             events.append(LeaseReceived(f))
 
     def _on_keepalive(self, f: KeepaliveFrame, events: list[Event]) -> None:
@@ -1167,6 +1254,14 @@ class RSocketConnection:
         if (sid & 1) == (1 if self.is_client else 0):
             return  # the peer used our parity: not a stream it may open; ignore
         self._setup_confirmed = True
+        granted = self._granted
+        if granted is not None:
+            # spec §Lease Semantics: a request past our lease is answered ERROR[REJECTED]; it
+            # counts (once, at its first fragment) whatever happens to it next
+            reason = granted.accept(self._now)
+            if reason is not None:
+                self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, reason))
+                return
         if self._peer_streams >= self._stream_limit and (
                 kind != FNF or follows or self._closing):
             # (a whole fire-and-forget holds no stream: only a graceful close refuses it)

@@ -34,6 +34,7 @@ __all__ = [
     "PayloadTooLargeError",
     "LocalProtocolError",
     "StreamIdsExhaustedError",
+    "LeaseError",
     "error_from_code",
 ]
 
@@ -214,6 +215,29 @@ class LocalProtocolError(Exception):
 
 class StreamIdsExhaustedError(LocalProtocolError):
     """All 2^31-1 stream ids of this side have been used; open a new connection (spec §Lifetime)."""
+
+
+class LeaseError(RejectedError, LocalProtocolError):
+    """A request was **not sent**: the peer's lease does not allow it now (spec §Lease
+    Semantics: "The Requester MUST NOT send more than Number of Requests specified in the
+    LEASE frame within the Time-To-Live value").
+
+    Raised synchronously by the request methods of a connection that uses leases (the client's
+    SETUP had the L flag); nothing was written and no stream id was used. It is a
+    :class:`RejectedError` (``error_code`` REJECTED, 0x202), so one ``except RejectedError``
+    also covers a responder that rejected a request for lack of a lease, and a
+    :class:`LocalProtocolError` (the request never left).
+
+    :param reason: ``"no lease"``, ``"expired"`` or ``"used up"``
+        (:data:`~rsocket_tx.core.lease.NO_LEASE`, :data:`~rsocket_tx.core.lease.LEASE_EXPIRED`,
+        :data:`~rsocket_tx.core.lease.LEASE_USED_UP`).
+    :param message: what happened and what to do.
+    :ivar reason: as the parameter.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 _BY_CODE: dict[int, type[RSocketError]] = {

@@ -1,0 +1,236 @@
+"""Leases on a Twisted connection (spec §Lease Semantics, §LEASE Frame).
+
+A client asks for leases with ``connect(..., lease=True)`` (or a
+:class:`~rsocket_tx.core.lease.LeasePolicy`): the SETUP carries the L flag and from then on
+leases run in **both** directions:
+
+* **requester**: a request is sent only within the last lease the peer granted. A request
+  beyond it is not sent; it raises :class:`~rsocket_tx.core.errors.LeaseError` at once (fail
+  fast). To wait instead, use :meth:`LeaseHandle.when_available`.
+* **responder**: this side grants the peer leases as its
+  :class:`~rsocket_tx.core.lease.LeasePolicy` decides, and answers a request beyond them with
+  ERROR[REJECTED].
+
+:class:`LeaseHandle` (``protocol.lease``) is the per-connection view and control. The policies
+and values are those of :mod:`rsocket_tx.core.lease`, and
+:class:`~rsocket_tx.core.errors.LeaseError`, re-exported here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from .core import errors as E
+from .core.errors import LeaseError
+from .core.lease import (
+    DEFAULT_LEASE_GRACE,
+    LEASE_EXPIRED,
+    LEASE_USED_UP,
+    MAX_LEASE_VALUE,
+    NO_LEASE,
+    ConcurrencyLeasePolicy,
+    FixedRateLeasePolicy,
+    Lease,
+    LeasePolicy,
+    LeaseStats,
+    UnlimitedLeasePolicy,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .protocol import RSocketProtocol
+
+__all__ = [
+    "DEFAULT_LEASE_GRACE",
+    "LEASE_EXPIRED",
+    "LEASE_USED_UP",
+    "MAX_LEASE_VALUE",
+    "NO_LEASE",
+    "ConcurrencyLeasePolicy",
+    "FixedRateLeasePolicy",
+    "Lease",
+    "LeaseError",
+    "LeaseHandle",
+    "LeasePolicy",
+    "LeaseStats",
+    "UnlimitedLeasePolicy",
+]
+
+_log = Logger()
+
+
+class LeaseHandle:
+    """The leases of one connection, both ways.
+
+    :ivar policy: the :class:`~rsocket_tx.core.lease.LeasePolicy` deciding what this side
+        grants the peer (used only when the connection has leases).
+    """
+
+    def __init__(self, protocol: RSocketProtocol, policy: LeasePolicy | None) -> None:
+        self._protocol = protocol
+        self.policy = policy if policy is not None else UnlimitedLeasePolicy()
+        self._call = None  # the next policy round
+        self._waiters: list[Deferred] = []  # when_available()
+        self._first: list[Deferred] = []  # _when_first_lease()
+        self._started = False
+        self._ended: E.RSocketError | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def enabled(self) -> bool:
+        """True when this connection uses leases (the client's SETUP had the L flag)."""
+        conn = self._protocol._conn
+        return conn is not None and conn.lease_enabled
+
+    def available(self) -> int | None:
+        """Requests this side may send now under the peer's lease (0: none, or not yet);
+        None when the connection does not use leases (no limit)."""
+        conn = self._protocol._conn
+        return None if conn is None else conn.lease_available()
+
+    @property
+    def received(self) -> Lease | None:
+        """The last :class:`~rsocket_tx.core.lease.Lease` the peer granted us, or None."""
+        conn = self._protocol._conn
+        lease = None if conn is None else conn.requester_lease
+        return None if lease is None else lease.lease
+
+    @property
+    def granted(self) -> Lease | None:
+        """The last :class:`~rsocket_tx.core.lease.Lease` we granted the peer, or None."""
+        conn = self._protocol._conn
+        lease = None if conn is None else conn.responder_lease
+        return None if lease is None else lease.lease
+
+    def stats(self) -> LeaseStats | None:
+        """What our responder granted and saw (:class:`~rsocket_tx.core.lease.LeaseStats`),
+        or None without leases."""
+        conn = self._protocol._conn
+        return None if conn is None else conn.lease_stats()
+
+    # ------------------------------------------------------------------ control
+
+    def when_available(self) -> Deferred:
+        """A Deferred firing with None as soon as a request may be sent: at once when the
+        peer's lease allows one now (or the connection does not use leases), else when a
+        LEASE that allows one arrives. It fails with the connection's error if the connection
+        closes first; cancel it to stop waiting. This is the opt-in *wait*: requests
+        themselves never wait, they raise :class:`~rsocket_tx.core.errors.LeaseError`.
+        """
+        if self._ended is not None:
+            return _failed(self._ended)
+        available = self.available()
+        if available is None or available > 0:
+            return _succeeded()
+        d = Deferred(_forget(self._waiters))
+        self._waiters.append(d)
+        return d
+
+    def send(self, lease: Lease) -> None:
+        """Grant the peer ``lease`` now, outside the policy's rhythm (spec §LEASE Frame: it
+        replaces what the peer had; we keep honouring what may still be in flight).
+
+        :raises LocalProtocolError: the connection does not use leases, or is closed.
+        """
+        conn = self._protocol._conn
+        if conn is None or not conn.is_open:
+            raise E.LocalProtocolError("the RSocket connection is closed")
+        conn.send_lease(lease, self._protocol._reactor.seconds())
+        self._protocol._flush_soon()
+
+    # ------------------------------------------------------------------ protocol hooks
+
+    def _when_first_lease(self) -> Deferred:
+        """A Deferred firing with None when the peer's first LEASE has arrived."""
+        if self._ended is not None:
+            return _failed(self._ended)
+        conn = self._protocol._conn
+        if conn is not None and conn.requester_lease is not None \
+                and conn.requester_lease.leases_received:
+            return _succeeded()
+        d = Deferred(_forget(self._first))
+        self._first.append(d)
+        return d
+
+    def _start(self) -> None:
+        """The connection is established with leases: run the policy now, then every
+        ``policy.interval`` ms (spec §Connection Establishment: the first LEASE is due at
+        once)."""
+        if self._started:
+            return
+        self._started = True
+        self._round()
+
+    def _renew(self) -> None:
+        """Run the policy now and restart its rhythm (a resumed session: spec §Resume
+        Operation, "LEASE semantics MUST be restarted upon a new connection")."""
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        if self._started:
+            self._round()
+
+    def _round(self) -> None:
+        self._call = None
+        protocol = self._protocol
+        conn = protocol._conn
+        if conn is None or not conn.is_open:
+            return
+        if not conn.is_detached:  # a resumable session without transport: at the resume
+            now = protocol._reactor.seconds()
+            try:
+                lease = self.policy.next_lease(now, conn.lease_stats())
+                if lease is not None:
+                    conn.send_lease(lease, now)
+            except Exception:  # noqa: BLE001 - a policy bug must not kill the connection
+                _log.failure("the lease policy {policy!r} failed", policy=self.policy)
+            protocol._flush()  # (held to the end of the read when one is being handled)
+        self._call = protocol._reactor.callLater(self.policy.interval / 1000.0, self._round)
+
+    def _received(self) -> None:
+        """A LEASE arrived: wake who waits for one."""
+        first, self._first = self._first, []
+        for d in first:
+            d.callback(None)
+        if self._waiters:
+            available = self.available()
+            if available is None or available > 0:
+                waiters, self._waiters = self._waiters, []
+                for d in waiters:
+                    d.callback(None)
+
+    def _stop(self, error: E.RSocketError | None) -> None:
+        """The connection is over: stop the policy, fail who waits."""
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        if self._ended is not None:
+            return
+        self._ended = error or E.ConnectionCloseError("the connection closed")
+        waiters, self._waiters = self._waiters + self._first, []
+        self._first = []
+        for d in waiters:
+            d.errback(self._ended)
+
+
+def _forget(waiters: list[Deferred]):
+    """A canceller taking a Deferred out of ``waiters``."""
+    def cancel(d: Deferred) -> None:
+        if d in waiters:
+            waiters.remove(d)
+    return cancel
+
+
+def _succeeded() -> Deferred:
+    d = Deferred()
+    d.callback(None)
+    return d
+
+
+def _failed(error: Exception) -> Deferred:
+    d = Deferred()
+    d.errback(error)
+    return d

@@ -1,0 +1,112 @@
+"""Run rsocket-py's lease peers (``peers/py/lease_server.py``, ``peers/py/lease_client.py``).
+
+Their options and events are documented in the two scripts' docstrings; in short:
+
+* :func:`start_lease_server`: rsocket-py ``RSocketServer`` granting ``lease_requests``
+  requests for ``lease_ttl`` ms (then every ``lease_interval`` ms); ``request_client=K``
+  makes it send K request-responses to the client after SETUP (``honor_lease``: honouring the
+  client's leases, i.e. queueing what they do not allow).  Events: ``setup``, ``lease_sent``,
+  ``lease_received``, ``request``, ``result``, ``results_done``, ``stopping``.
+* :func:`run_lease_client`: rsocket-py ``RSocketClient(honor_lease=True)`` sending ``count``
+  request-responses (``ignore_lease``: sending regardless of leases), granting the server
+  ``lease_requests`` (if given), serving ``serve`` seconds more; returns its final JSON:
+  ``results`` (``payload`` | ``error`` | ``queued`` each), ``leases``, ``served``.
+
+* :func:`run_js_lease_client`: rsocket-js 1.0.0-alpha.3 ``RSocketConnector({lease})``
+  (``peers/js-1.0.0-alpha.3/lease_client.js``) sending ``count`` request-responses; it queues
+  up to ``max_pending`` requests a lease does not allow and rejects the rest locally; it never
+  grants a lease itself.
+
+rsocket-py honours leases by queueing and never enforces its own: see ``lease_common.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import peers
+
+PEER = "rsocket-py"
+JS_PEER = "rsocket-js-1.0.0-alpha.3"
+JS_CLIENT_SCRIPT = "lease_client.js"
+SERVER_SCRIPT = "lease_server.py"
+CLIENT_SCRIPT = "lease_client.py"
+
+
+def _options(**options) -> list[str]:
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+def start_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
+                       lease_interval: int | None = None, honor_lease: bool = False,
+                       request_client: int = 0, request_wait: float = 2.0,
+                       startup_timeout: float = 30.0, lifetime: int = 600) -> peers.PeerServer:
+    """Start rsocket-py's lease server; wait until it listens.
+
+    :returns: a :class:`peers.PeerServer` (``.port``, ``wait_event``, ``stop``).
+    :raises peers.PeerFailure: it did not start.
+    """
+    peer = peers.PEERS[PEER]
+    argv = peer._argv(SERVER_SCRIPT) + _options(
+        port=0, lease_requests=lease_requests, lease_ttl=lease_ttl,
+        lease_interval=lease_interval, honor_lease=honor_lease, request_client=request_client,
+        request_wait=request_wait, timeout=lifetime, watch_stdin=True)
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=peer.directory)
+    server = peers.PeerServer(f"{PEER} lease server", process, argv)
+    server._wait_listening(startup_timeout)
+    return server
+
+
+def start_lease_server_deferred(**kwargs):
+    """:func:`start_lease_server` in a thread: a Deferred firing with the PeerServer."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(start_lease_server, **kwargs)
+
+
+def run_lease_client(port: int, *, count: int = 3, wait: float = 2.0,
+                     ignore_lease: bool = False, lease_requests: int | None = None,
+                     lease_ttl: int = 60_000, lease_interval: int | None = None,
+                     serve: float = 0.0, timeout: int = 30) -> dict:
+    """Run rsocket-py's lease client against 127.0.0.1:``port``; its final JSON result.
+
+    :raises peers.PeerFailure: it failed, printed no JSON or timed out.
+    """
+    peer = peers.PEERS[PEER]
+    argv = peer._argv(CLIENT_SCRIPT) + _options(
+        port=port, count=count, wait=wait, ignore_lease=ignore_lease,
+        lease_requests=lease_requests, lease_ttl=lease_ttl, lease_interval=lease_interval,
+        serve=serve or None, timeout=timeout)
+    return peers._run_program(f"{PEER} lease client", argv, peer.directory, timeout + 15)
+
+
+def run_lease_client_deferred(port: int, **kwargs):
+    """:func:`run_lease_client` in a thread: a Deferred firing with the result dict."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(run_lease_client, port, **kwargs)
+
+
+def run_js_lease_client(port: int, *, count: int = 3, wait: int = 1500,
+                        max_pending: int | None = None, timeout: int = 30) -> dict:
+    """Run rsocket-js 1.0.0-alpha.3's lease client against 127.0.0.1:``port``.
+
+    :param wait: milliseconds each request gets before it is reported ``queued``.
+    :returns: ``{"peer", "results": [{index, payload | error | queued}], "exit_code"}``.
+    :raises peers.PeerFailure: it failed, printed no JSON or timed out.
+    """
+    peer = peers.PEERS[JS_PEER]
+    argv = peer._argv(JS_CLIENT_SCRIPT) + _options(
+        port=port, count=count, wait=wait, max_pending=max_pending, timeout=timeout)
+    return peers._run_program(f"{JS_PEER} lease client", argv, peer.directory, timeout + 15)
+
+
+def run_js_lease_client_deferred(port: int, **kwargs):
+    """:func:`run_js_lease_client` in a thread: a Deferred firing with the result dict."""
+    from twisted.internet.threads import deferToThread
+    return deferToThread(run_js_lease_client, port, **kwargs)

@@ -1,0 +1,299 @@
+"""Leases against rsocket-py 0.4.20 (spec §Lease Semantics), both directions.
+
+rsocket-py honours the SETUP L flag and sends and receives LEASE frames, but its requester
+*queues* what a lease does not allow (it never fails) and its responder never enforces what
+it granted (``peers/py/lease_common.py``).  So:
+
+* OUR CLIENT (``connect(lease=...)``, in-process) against rsocket-py's LEASE SERVER
+  (``lease_peers.start_lease_server``): we wait for its lease, honour it (a request past it
+  raises :class:`LeaseError` and never reaches the wire) and grant it leases that our
+  responder enforces (ERROR[REJECTED] to rsocket-py's requests past our grant);
+* rsocket-py's LEASE CLIENT (``lease_peers.run_lease_client``) against OUR SERVER (in-process
+  ``serve(lease_policy=...)``, and ``twistd rsocket --lease-requests``): rsocket-py honours
+  our lease (it queues the request past it), and when it ignores it, our server answers
+  ERROR[REJECTED].
+
+rsocket-js 1.0.0-alpha.3's lease client (``lease_peers.run_js_lease_client``) against our
+server: it honours our lease (queueing past it) and never grants one back.
+
+Everything is bounded by timeouts; nothing sleeps.  A request rsocket-py holds back for lack
+of a lease is seen as unanswered within its ``wait`` (seconds).
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import lease_peers
+import pytest
+import pytest_twisted
+from twisted.internet import defer, reactor
+
+from rsocket_tx import Payload, Responder, connect, serve
+from rsocket_tx.lease import (
+    LEASE_USED_UP,
+    NO_LEASE,
+    FixedRateLeasePolicy,
+    Lease,
+    LeaseError,
+)
+
+pytestmark = pytest.mark.interop
+
+REJECTED = 0x202
+#: seconds any single wait of the in-process tests may take
+WAIT = 30
+#: seconds rsocket-py's requests get before they count as held back for lack of a lease
+HELD = 1.5
+
+
+def timed(d, timeout: float = WAIT) -> defer.Deferred:
+    if not isinstance(d, defer.Deferred):
+        d = defer.ensureDeferred(d)
+    return d.addTimeout(timeout, reactor)
+
+
+@pytest.fixture(autouse=True)
+def no_logged_errors():
+    """Fail a test during which the in-process side logged a warning, an error or an
+    unhandled failure (twisted.logger)."""
+    from twisted.logger import LogLevel, formatEvent, globalLogPublisher
+
+    seen: list[str] = []
+
+    def observer(event: dict) -> None:
+        level = event.get("log_level")
+        if "log_failure" in event or (level is not None and level >= LogLevel.warn):
+            failure = event.get("log_failure")
+            seen.append(formatEvent(event) + (f"\n{failure.getTraceback()}" if failure else ""))
+
+    globalLogPublisher.addObserver(observer)
+    yield
+    gc.collect()
+    globalLogPublisher.removeObserver(observer)
+    assert not seen, "logged during the test:\n" + "\n".join(seen)
+
+
+class Echo(Responder):
+    """``echo:<data>``, like the rsocket-py lease peers; remembers what it served."""
+
+    def __init__(self) -> None:
+        self.served: list[bytes] = []
+
+    def request_response(self, payload):
+        self.served.append(payload.data)
+        return Payload(b"echo:" + payload.data)
+
+
+# ------------------------------------------------------------------------------ our client
+
+
+@pytest_twisted.ensureDeferred
+async def test_our_client_honours_rsocket_py_leases():
+    server = await timed(lease_peers.start_lease_server_deferred(lease_requests=2))
+    try:
+        rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
+                                 lease=True))
+        # connect() fired once rsocket-py's first LEASE had arrived
+        assert rs._protocol.lease.received == Lease(60_000, 2)
+        assert await timed(rs.request_response(Payload(b"a"))) == Payload(b"echo:a")
+        assert await timed(rs.request_response(Payload(b"b"))) == Payload(b"echo:b")
+        with pytest.raises(LeaseError) as info:
+            rs.request_response(Payload(b"c"))
+        assert info.value.reason == LEASE_USED_UP
+        await timed(rs.close())
+        await timed(server.wait_event_deferred("request", data="b"))
+        assert [e["lease"] for e in server.events if e["event"] == "setup"] == [True]
+        requests = [e["data"] for e in server.events if e["event"] == "request"]
+        assert requests == ["a", "b"]
+        assert all(e.get("data") != "c" for e in server.drain_events())  # it never left
+    finally:
+        server.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_our_client_grants_rsocket_py_leases_and_enforces_them():
+    """rsocket-py's server-side requester, not honouring our lease, asks 3 times; our
+    client's responder granted 2 and rejects the third with ERROR[REJECTED]."""
+    server = await timed(lease_peers.start_lease_server_deferred(
+        lease_requests=10, request_client=3, request_wait=5))
+    responder = Echo()
+    try:
+        rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
+                                 responder=responder,
+                                 lease=FixedRateLeasePolicy(ttl=60_000, requests=2)))
+        await timed(server.wait_event_deferred("results_done"))
+        results = [e for e in server.events if e["event"] == "result"]
+        assert [r.get("payload") for r in results[:2]] == ["echo:s0", "echo:s1"]
+        assert results[2]["error"]["code"] == REJECTED
+        assert "used up" in results[2]["error"]["message"]
+        assert responder.served == [b"s0", b"s1"]
+        granted = [e for e in server.events if e["event"] == "lease_received"]
+        assert granted[0]["requests"] == 2 and granted[0]["ttl"] == 60_000
+        await timed(rs.close())
+    finally:
+        server.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_rsocket_py_honours_the_leases_our_client_grants():
+    server = await timed(lease_peers.start_lease_server_deferred(
+        lease_requests=10, honor_lease=True, request_client=2, request_wait=HELD))
+    responder = Echo()
+    try:
+        rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
+                                 responder=responder,
+                                 lease=FixedRateLeasePolicy(ttl=60_000, requests=1)))
+        await timed(server.wait_event_deferred("results_done"))
+        results = [e for e in server.events if e["event"] == "result"]
+        assert results[0]["payload"] == "echo:s0"
+        assert results[1].get("queued") is True  # held back by rsocket-py: no lease left
+        assert responder.served == [b"s0"]
+        assert rs._protocol.lease.stats().total_rejected == 0
+        await timed(rs.close())
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------------------ our server
+
+
+@pytest_twisted.ensureDeferred
+async def test_rsocket_py_honours_our_server_leases():
+    responders: list[Echo] = []
+
+    def factory():
+        responders.append(Echo())
+        return responders[-1]
+
+    port = await serve("tcp:0:interface=127.0.0.1", factory, reactor=reactor,
+                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=2))
+    try:
+        result = await timed(lease_peers.run_lease_client_deferred(
+            port.getHost().port, count=3, wait=HELD))
+        assert result["leases"][0]["requests"] == 2 and result["leases"][0]["ttl"] == 60_000
+        outcomes = result["results"]
+        assert [o.get("payload") for o in outcomes[:2]] == ["echo:0", "echo:1"]
+        assert outcomes[2].get("queued") is True
+        assert responders[0].served == [b"0", b"1"]
+    finally:
+        await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_our_server_rejects_rsocket_py_requests_beyond_its_lease():
+    responders: list[Echo] = []
+
+    def factory():
+        responders.append(Echo())
+        return responders[-1]
+
+    port = await serve("tcp:0:interface=127.0.0.1", factory, reactor=reactor,
+                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=2))
+    try:
+        result = await timed(lease_peers.run_lease_client_deferred(
+            port.getHost().port, count=3, wait=10, ignore_lease=True))
+        outcomes = result["results"]
+        assert [o.get("payload") for o in outcomes[:2]] == ["echo:0", "echo:1"]
+        assert outcomes[2]["error"] == {
+            "code": REJECTED, "message": "request rejected: the lease's requests are used up"}
+        assert responders[0].served == [b"0", b"1"]
+    finally:
+        await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_our_server_requests_rsocket_py_within_its_lease():
+    """Server-side requester: rsocket-py's client grants our server 1 request."""
+    outcomes: list = []
+    done = defer.Deferred()
+
+    class AskBack(Echo):
+        async def _ask(self):
+            lease = self.rsocket._protocol.lease
+            await timed(lease.when_available())
+            reply = await timed(self.rsocket.request_response(Payload(b"from server")))
+            outcomes.append(reply)
+            try:
+                self.rsocket.request_response(Payload(b"second"))
+            except LeaseError as exc:
+                outcomes.append(exc.reason)
+            done.callback(None)
+
+        def accept_setup(self, setup):
+            defer.ensureDeferred(self._ask()).addErrback(done.errback)
+
+    port = await serve("tcp:0:interface=127.0.0.1", AskBack, reactor=reactor)
+    try:
+        result = await timed(lease_peers.run_lease_client_deferred(
+            port.getHost().port, count=1, wait=5, lease_requests=1, serve=3))
+        await timed(done)
+        assert outcomes == [Payload(b"echo:from server"), LEASE_USED_UP]
+        assert result["served"] == ["from server"]
+        assert result["results"][0]["payload"] == "echo:0"
+    finally:
+        await port.stopListening()
+
+
+# ------------------------------------------------------------------------------ rsocket-js
+
+
+@pytest_twisted.ensureDeferred
+async def test_rsocket_js_honours_our_server_leases():
+    """rsocket-js 1.0.0-alpha.3 asks for leases, waits for ours, queues what is past it; it
+    never grants one, so our server's requester may not request it (fail fast)."""
+    responders: list[Echo] = []
+    asked: list = []
+
+    class AskBack(Echo):
+        def accept_setup(self, setup):
+            try:
+                self.rsocket.request_response(Payload(b"to js"))
+            except LeaseError as exc:
+                asked.append((setup.lease, exc.reason))
+            responders.append(self)
+
+    port = await serve("tcp:0:interface=127.0.0.1", AskBack, reactor=reactor,
+                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=2))
+    try:
+        result = await timed(lease_peers.run_js_lease_client_deferred(
+            port.getHost().port, count=3, wait=int(HELD * 1000)))
+        outcomes = result["results"]
+        assert [o.get("payload") for o in outcomes[:2]] == ["echo:0", "echo:1"]
+        assert outcomes[2].get("queued") is True
+        assert responders[0].served == [b"0", b"1"]
+        assert asked == [(True, NO_LEASE)]
+    finally:
+        await port.stopListening()
+
+
+# ------------------------------------------------------------------------------ twistd
+
+
+def _our_server_class(config):
+    """conftest.OurServer (found through pytest's plugin manager: the module name
+    ``conftest`` is shared by several conftest files)."""
+    here = Path(__file__).resolve().with_name("conftest.py")
+    for plugin in config.pluginmanager.get_plugins():
+        path = getattr(plugin, "__file__", None)
+        if path is not None and Path(path).resolve() == here:
+            return plugin.OurServer
+    raise AssertionError(f"{here} is not loaded as a conftest")
+
+
+def test_twistd_lease_options_grant_and_enforce(pytestconfig):
+    server = _our_server_class(pytestconfig)(
+        "--lease-ttl", "60000", "--lease-requests", "2", "--debug",
+        name="twistd rsocket (--lease-ttl 60000 --lease-requests 2)")
+    try:
+        honouring = lease_peers.run_lease_client(server.port, count=3, wait=HELD)
+        assert honouring["leases"][0]["requests"] == 2
+        assert [o.get("payload") is not None for o in honouring["results"]] == \
+            [True, True, False]
+        assert honouring["results"][2].get("queued") is True
+        ignoring = lease_peers.run_lease_client(server.port, count=3, wait=10,
+                                                ignore_lease=True)
+        assert ignoring["results"][2]["error"]["code"] == REJECTED
+    finally:
+        server.stop_and_check()
