@@ -28,6 +28,7 @@ from .core.errors import (
     UnsupportedSetupError,
 )
 from .core.payload import Payload
+from .lease import FixedRateLeasePolicy, Lease, LeaseError, LeasePolicy
 from .protocol import RSocketClientFactory, RSocketProtocol, RSocketServerFactory
 from .requester import RSocket
 from .responder import Responder, SetupInfo
@@ -47,7 +48,11 @@ __all__ = [
     "ErrorCode",
     "ExcessiveBufferingError",
     "InvalidError",
+    "FixedRateLeasePolicy",
     "InvalidSetupError",
+    "Lease",
+    "LeaseError",
+    "LeasePolicy",
     "LocalProtocolError",
     "Payload",
     "PayloadTooLargeError",

@@ -220,6 +220,11 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
         help=f"max lifetime in milliseconds; default {DEFAULT_MAX_LIFETIME}",
     )
     p.add_argument(
+        "--lease", action="store_true",
+        help="ask for leases (SETUP L flag): wait for the server's first LEASE before the"
+        " request, which the lease must allow",
+    )
+    p.add_argument(
         "--resume", action="store_true",
         help="make the connection resumable: reconnect and resume the session if the"
         " transport fails (the server must allow resume)",
@@ -624,6 +629,7 @@ async def _client(reactor, args: argparse.Namespace, streams: _Streams) -> int:
             metadata_mime_type=args.metadata_mime,
             auth=args.auth if getattr(args, "setup_auth", False) else None,
             resume=args.resume,
+            lease=args.lease,
             keepalive_interval=args.keepalive,
             max_lifetime=args.max_lifetime,
             fragment_size=args.fragment,

@@ -236,6 +236,13 @@ class RSocket:
     request_channel.__doc__ += _OPTIONS_DOC
 
     @property
+    def lease(self):
+        """The connection's :class:`~rsocket_tx.lease.LeaseHandle` (spec §Lease Semantics):
+        whether leases are in use, the lease received from the peer (what we may send), the
+        one we granted, ``when_available()`` to wait for a usable lease."""
+        return self._protocol.lease
+
+    @property
     def is_resumable(self) -> bool:
         """True if the connection was set up resumable (SETUP with R; spec §Resuming
         Operation): a lost transport is then reconnected and the session resumed."""

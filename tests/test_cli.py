@@ -776,3 +776,33 @@ async def test_process_serve_until_sigterm():
         code = await process.ended.addTimeout(SAFETY, _reactor())
     assert code == 0
     assert b"recv REQUEST_RESPONSE stream=1 data=b'ping'" in process.stderr
+
+
+# -- leases and resume (the reliability options of the client commands) -------------------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_lease_option_asks_for_leases_and_honours_them():
+    from rsocket_tx import serve
+    from rsocket_tx.lease import FixedRateLeasePolicy
+
+    # one request per minute: the first is allowed, the second (a new connection, a new
+    # lease) too; the server counts per connection
+    port = await serve("tcp:0:interface=127.0.0.1", DemoResponder, reactor=_reactor(),
+                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=1))
+    uri = f"tcp://127.0.0.1:{port.getHost().port}"
+    try:
+        ok = await run_cli(["request", uri, "--lease", "-d", "hi"])
+        # a lease of 0 requests lets nothing through: the request is never sent
+        zero = await serve("tcp:0:interface=127.0.0.1", DemoResponder, reactor=_reactor(),
+                           lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=0))
+        try:
+            refused = await run_cli(["request", f"tcp://127.0.0.1:{zero.getHost().port}",
+                                     "--lease", "-d", "hi"])
+        finally:
+            await zero.stopListening()
+    finally:
+        await port.stopListening()
+    assert (ok.status, ok.stdout) == (EXIT_OK, b"hi\n")
+    assert refused.status == EXIT_RSOCKET_ERROR
+    assert "request not sent" in refused.stderr and "0 requests" in refused.stderr
