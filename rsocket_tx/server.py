@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred
 
-from .core.config import (
-    DEFAULT_DRAIN_TIMEOUT,
-    DEFAULT_LEASE_GRACE,
-    DEFAULT_MAX_CONCURRENT_STREAMS,
-    DEFAULT_MAX_REASSEMBLED_SIZE,
-    DEFAULT_MAX_RESUME_BUFFER_SIZE,
-    DEFAULT_MAX_RESUME_SESSIONS,
-    DEFAULT_MAX_SEND_BUFFER_SIZE,
-    DEFAULT_RESUME_SESSION_TIMEOUT,
-    DEFAULT_SETUP_TIMEOUT,
-)
-from .core.framing import MAX_FRAME_LENGTH
-from .core.lease import LeasePolicy
 from .endpoints import server_endpoint
 from .protocol import RSocketServerFactory
 from .responder import Responder
@@ -27,20 +15,7 @@ __all__ = ["serve"]
 
 
 def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
-          fragment_size: int | None = None,
-          max_frame_size: int = MAX_FRAME_LENGTH,
-          max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
-          setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
-          max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
-          max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
-          drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
-          resume: bool = False,
-          resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
-          max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
-          max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
-          lease_policy: LeasePolicy | None = None,
-          lease_grace: int = DEFAULT_LEASE_GRACE,
-          frame_logger: Callable | None = None) -> Deferred:
+          **settings) -> Deferred:
     """Serve RSocket on ``endpoint``.
 
     :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,
@@ -88,16 +63,18 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
-    factory = RSocketServerFactory(responder_factory, reactor=reactor,
-                                   fragment_size=fragment_size, max_frame_size=max_frame_size,
-                                   max_reassembled_size=max_reassembled_size,
-                                   setup_timeout=setup_timeout,
-                                   max_concurrent_streams=max_concurrent_streams,
-                                   max_send_buffer_size=max_send_buffer_size,
-                                   drain_timeout=drain_timeout, resume=resume,
-                                   resume_session_timeout=resume_session_timeout,
-                                   max_resume_buffer_size=max_resume_buffer_size,
-                                   max_resume_sessions=max_resume_sessions,
-                                   lease_policy=lease_policy, lease_grace=lease_grace,
-                                   frame_logger=frame_logger)
+    factory = RSocketServerFactory(responder_factory, reactor=reactor, **settings)
     return server_endpoint(reactor, endpoint).listen(factory)
+
+
+def _serve_signature() -> inspect.Signature:
+    # serve() takes the settings of RSocketServerFactory, in its order and with its defaults:
+    # show them in serve's own signature (help(), the API docs).
+    factory = inspect.signature(RSocketServerFactory.__init__)
+    settings = list(factory.parameters.values())[1:]  # without self
+    endpoint = inspect.Parameter("endpoint", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return factory.replace(parameters=[endpoint, *settings],
+                           return_annotation=inspect.signature(serve).return_annotation)
+
+
+serve.__signature__ = _serve_signature()

@@ -422,6 +422,38 @@ def check_listen(spec: str) -> str:
     return spec
 
 
+def _import_named(option: str, spec: str, kind: str):
+    """Import the object named ``spec`` (``package.module:Attr``, ``Attr`` may be dotted, or
+    ``package.module.Attr``) for ``--option``.
+
+    :param kind: what ``Attr`` is, for the message (``"Class"``).
+    :raises SettingsError: if the module cannot be imported or has no such attribute.
+    """
+    text = spec.strip()
+    if ":" in text:
+        module_name, _, attr_path = text.partition(":")
+    else:
+        module_name, _, attr_path = text.rpartition(".")
+    if not module_name or not attr_path:
+        raise SettingsError(f"--{option}: expected package.module:{kind}, got {spec!r}")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SettingsError(f"--{option}: cannot import module {module_name!r}: {e}") from None
+    except Exception as e:  # the module itself raised while importing
+        raise SettingsError(
+            f"--{option}: importing module {module_name!r} failed: {type(e).__name__}: {e}"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SettingsError(
+                f"--{option}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    return obj
+
+
 def load_responder(spec: str) -> type:
     """Import the responder class named ``spec``.
 
@@ -433,28 +465,7 @@ def load_responder(spec: str) -> type:
     """
     from .responder import Responder
 
-    text = spec.strip()
-    if ":" in text:
-        module_name, _, attr_path = text.partition(":")
-    else:
-        module_name, _, attr_path = text.rpartition(".")
-    if not module_name or not attr_path:
-        raise SettingsError(f"--responder: expected package.module:Class, got {spec!r}")
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as e:
-        raise SettingsError(f"--responder: cannot import module {module_name!r}: {e}") from None
-    except Exception as e:  # the module itself raised while importing
-        raise SettingsError(
-            f"--responder: importing module {module_name!r} failed: {type(e).__name__}: {e}"
-        ) from None
-    for part in attr_path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise SettingsError(
-                f"--responder: module {module_name!r} has no attribute {attr_path!r}"
-            ) from None
+    obj = _import_named("responder", spec, "Class")
     if not (isinstance(obj, type) and issubclass(obj, Responder)):
         raise SettingsError(
             f"--responder: {spec!r} is not a subclass of rsocket_tx.Responder (it is {obj!r})"
@@ -475,26 +486,7 @@ def load_lease_policy(spec: str) -> Callable:
     """
     from .core.lease import LeasePolicy
 
-    text = spec.strip()
-    if ":" in text:
-        module_name, _, attr_path = text.partition(":")
-    else:
-        module_name, _, attr_path = text.rpartition(".")
-    if not module_name or not attr_path:
-        raise SettingsError(f"--lease-policy: expected package.module:Name, got {spec!r}")
-    try:
-        obj = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            obj = getattr(obj, part)
-    except ImportError as e:
-        raise SettingsError(f"--lease-policy: cannot import module {module_name!r}: {e}") \
-            from None
-    except AttributeError:
-        raise SettingsError(
-            f"--lease-policy: module {module_name!r} has no attribute {attr_path!r}") from None
-    except Exception as e:  # the module itself raised while importing
-        raise SettingsError(f"--lease-policy: importing module {module_name!r} failed: "
-                            f"{type(e).__name__}: {e}") from None
+    obj = _import_named("lease-policy", spec, "Name")
     if isinstance(obj, LeasePolicy):
         policy = obj
         return lambda: policy
@@ -507,6 +499,24 @@ def load_lease_policy(spec: str) -> Callable:
         raise SettingsError(f"--lease-policy: {spec!r} cannot be built with no arguments: "
                             f"{type(e).__name__}: {e}") from None
     return obj
+
+
+# The integer options of parse_server_settings, in the order they are checked: (the
+# ServerSettings field, which is also the option's name with "_" for "-"; minimum; maximum or
+# None; unit). Not given: the ServerSettings default.
+_SERVER_INT_OPTIONS = (
+    ("max_frame_size", MIN_FRAME_SIZE, MAX_FRAME_SIZE, "bytes"),
+    ("max_reassembled_size", 1, None, "bytes"),
+    ("setup_timeout", 1, None, "milliseconds"),
+    ("min_keepalive_interval", 0, None, "milliseconds"),
+    ("max_lifetime_limit", 0, None, "milliseconds"),
+    ("max_concurrent_streams", 1, 2**31 - 1, "streams"),
+    ("max_send_buffer_size", 1, None, "bytes"),
+    ("drain_timeout", 0, 2**31 - 1, "milliseconds"),
+    ("resume_session_timeout", 1, 2**31 - 1, "milliseconds"),
+    ("max_resume_buffer_size", 1, None, "bytes"),
+    ("max_resume_sessions", 1, 2**31 - 1, "sessions"),
+)
 
 
 def _lease_settings(lease_ttl, lease_requests, lease_interval, lease_policy,
@@ -599,6 +609,7 @@ def parse_server_settings(
     :returns: the validated :class:`ServerSettings`.
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
     """
+    given = dict(locals())  # the options by name, before any other name is bound
     from .demo import DemoResponder
 
     specs = tuple(listen) if listen else (DEFAULT_LISTEN,)
@@ -619,93 +630,21 @@ def parse_server_settings(
         responder_name = f"{responder.__module__}:{responder.__qualname__}"
         responder_factory = responder
 
+    fragment_size = parse_fragment_size(fragment_size)
     defaults = ServerSettings()
-
-    def pick(value, default):
-        return default if value is None else value
+    numbers = {}
+    for field, minimum, maximum, unit in _SERVER_INT_OPTIONS:
+        number = parse_int_option(field.replace("_", "-"), given[field], minimum=minimum,
+                                  maximum=maximum, unit=unit)
+        numbers[field] = getattr(defaults, field) if number is None else number
 
     return ServerSettings(
         listen=specs,
         responder=responder_name,
         responder_factory=responder_factory,
-        fragment_size=parse_fragment_size(fragment_size),
-        max_frame_size=pick(
-            parse_int_option(
-                "max-frame-size",
-                max_frame_size,
-                minimum=MIN_FRAME_SIZE,
-                maximum=MAX_FRAME_SIZE,
-                unit="bytes",
-            ),
-            defaults.max_frame_size,
-        ),
-        max_reassembled_size=pick(
-            parse_int_option("max-reassembled-size", max_reassembled_size, minimum=1, unit="bytes"),
-            defaults.max_reassembled_size,
-        ),
-        setup_timeout=pick(
-            parse_int_option("setup-timeout", setup_timeout, minimum=1, unit="milliseconds"),
-            defaults.setup_timeout,
-        ),
-        min_keepalive_interval=pick(
-            parse_int_option(
-                "min-keepalive-interval", min_keepalive_interval, minimum=0, unit="milliseconds"
-            ),
-            defaults.min_keepalive_interval,
-        ),
-        max_lifetime_limit=pick(
-            parse_int_option(
-                "max-lifetime-limit", max_lifetime_limit, minimum=0, unit="milliseconds"
-            ),
-            defaults.max_lifetime_limit,
-        ),
-        max_concurrent_streams=pick(
-            parse_int_option(
-                "max-concurrent-streams",
-                max_concurrent_streams,
-                minimum=1,
-                maximum=2**31 - 1,
-                unit="streams",
-            ),
-            defaults.max_concurrent_streams,
-        ),
-        max_send_buffer_size=pick(
-            parse_int_option("max-send-buffer-size", max_send_buffer_size, minimum=1, unit="bytes"),
-            defaults.max_send_buffer_size,
-        ),
-        drain_timeout=pick(
-            parse_int_option(
-                "drain-timeout", drain_timeout, minimum=0, maximum=2**31 - 1, unit="milliseconds"
-            ),
-            defaults.drain_timeout,
-        ),
+        fragment_size=fragment_size,
         resume=bool(resume),
-        resume_session_timeout=pick(
-            parse_int_option(
-                "resume-session-timeout",
-                resume_session_timeout,
-                minimum=1,
-                maximum=2**31 - 1,
-                unit="milliseconds",
-            ),
-            defaults.resume_session_timeout,
-        ),
-        max_resume_buffer_size=pick(
-            parse_int_option(
-                "max-resume-buffer-size", max_resume_buffer_size, minimum=1, unit="bytes"
-            ),
-            defaults.max_resume_buffer_size,
-        ),
-        max_resume_sessions=pick(
-            parse_int_option(
-                "max-resume-sessions",
-                max_resume_sessions,
-                minimum=1,
-                maximum=2**31 - 1,
-                unit="sessions",
-            ),
-            defaults.max_resume_sessions,
-        ),
+        **numbers,
         **_lease_settings(lease_ttl, lease_requests, lease_interval, lease_policy,
                           lease_grace),
         debug=bool(debug),

@@ -17,7 +17,16 @@ from twisted.internet.testing import StringTransport
 from twisted.test.iosim import connectedServerAndClient
 from twisted_support import EchoResponder, Harness, parse, wait, wire
 
-from rsocket_tx import Payload, Responder, RSocketClientFactory, RSocketServerFactory
+from rsocket_tx import (
+    FixedRateLeasePolicy,
+    Lease,
+    LeaseError,
+    LeasePolicy,
+    Payload,
+    Responder,
+    RSocketClientFactory,
+    RSocketServerFactory,
+)
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.errors import (
     ConnectionLostError,
@@ -40,10 +49,6 @@ from rsocket_tx.lease import (
     MAX_LEASE_VALUE,
     NO_LEASE,
     ConcurrencyLeasePolicy,
-    FixedRateLeasePolicy,
-    Lease,
-    LeaseError,
-    LeasePolicy,
 )
 
 REJECTED = 0x202

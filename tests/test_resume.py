@@ -426,39 +426,40 @@ def test_tokens_are_random_and_16_bytes_by_default():
     assert b.result._protocol._conn.resume_token in tokens
 
 
-@pytest_twisted.ensureDeferred
-async def test_server_without_resume_refuses_a_resumable_client(h):
-    harness = h
-    port = await harness.serve(EchoResponder)
-    rs = await harness.connect(port, resume=True)
-    with pytest.raises(E.RejectedSetupError, match="resume is not supported"):
+async def refused_at_setup(rs, match: str) -> None:
+    """A request on ``rs`` fails: the server refused its SETUP with ``match`` in the error."""
+    with pytest.raises(E.RejectedSetupError, match=match):
         await wait(rs.request_response(Payload(b"x")))
 
 
 @pytest_twisted.ensureDeferred
+async def test_server_without_resume_refuses_a_resumable_client(h):
+    port = await h.serve(EchoResponder)
+    rs = await h.connect(port, resume=True)
+    await refused_at_setup(rs, "resume is not supported")
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_token_in_use_is_refused(h):
-    harness = h
-    port = await harness.serve(EchoResponder, resume=True)
-    first = await harness.connect(port, resume_token=TOKEN)
+    port = await h.serve(EchoResponder, resume=True)
+    first = await h.connect(port, resume_token=TOKEN)
     assert (await wait(first.request_response(Payload(b"a")))).data == b"a"
-    second = await harness.connect(port, resume_token=TOKEN)
-    with pytest.raises(E.RejectedSetupError, match="already in use"):
-        await wait(second.request_response(Payload(b"b")))
+    second = await h.connect(port, resume_token=TOKEN)
+    await refused_at_setup(second, "already in use")
 
 
 @pytest_twisted.ensureDeferred
 async def test_resume_with_the_swapped_version_of_rsocket_js(h):
-    harness = h
-    port = await harness.serve(EchoResponder, resume=True)
+    port = await h.serve(EchoResponder, resume=True)
     setup = F.SetupFrame(keepalive_interval=60_000, max_lifetime=60_000,
                          metadata_mime_type=b"m", data_mime_type=b"d", resume_token=TOKEN)
     request = F.RequestStreamFrame(stream_id=1, initial_request_n=2, data=b"5")
-    first = await harness.raw(port)
+    first = await h.raw(port)
     first.send(wire(setup, request))
     await first.frame(lambda f: isinstance(f, F.PayloadFrame) and f.data == b"1")
     first.transport.abortConnection()
     await wait(first.lost)
-    second = await harness.raw(port)
+    second = await h.raw(port)
     # we claim to have received only the first item (its PAYLOAD frame is 7 bytes)
     second.send(wire(F.ResumeFrame(token=TOKEN, last_received_server_position=7,
                                    first_available_client_position=0, major_version=0,
@@ -473,9 +474,8 @@ async def test_resume_with_the_swapped_version_of_rsocket_js(h):
 
 @pytest_twisted.ensureDeferred
 async def test_resume_with_an_unknown_version_is_rejected(h):
-    harness = h
-    port = await harness.serve(EchoResponder, resume=True)
-    raw = await harness.raw(port)
+    port = await h.serve(EchoResponder, resume=True)
+    raw = await h.raw(port)
     raw.send(wire(F.ResumeFrame(token=TOKEN, last_received_server_position=0,
                                 first_available_client_position=0, major_version=2)))
     err = await raw.frame(lambda f: isinstance(f, F.ErrorFrame))
@@ -485,9 +485,8 @@ async def test_resume_with_an_unknown_version_is_rejected(h):
 
 @pytest_twisted.ensureDeferred
 async def test_resume_of_an_unknown_token_is_rejected(h):
-    harness = h
-    port = await harness.serve(EchoResponder, resume=True)
-    raw = await harness.raw(port)
+    port = await h.serve(EchoResponder, resume=True)
+    raw = await h.raw(port)
     raw.send(wire(F.ResumeFrame(token=b"nobody", last_received_server_position=0,
                                 first_available_client_position=0)))
     err = await raw.frame(lambda f: isinstance(f, F.ErrorFrame))

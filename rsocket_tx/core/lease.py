@@ -85,6 +85,17 @@ class Lease:
             raise ValueError(f"metadata must be bytes or None, got {type(self.metadata).__name__}")
 
 
+def _spent(reason: str, limit: int, if_zero: str, otherwise: str) -> LeaseError:
+    """The LeaseError for a request past the peer's lease (expired or used up).
+
+    :param limit: the lease's time-to-live or number of requests; 0 means it stops all
+        requests (``if_zero`` says how), else ``otherwise`` says how it ran out.
+    """
+    detail = f"{if_zero}: it stops all requests" if limit == 0 else otherwise
+    return LeaseError(reason, f"request not sent: the peer's lease {detail}; "
+                      "wait for its next LEASE frame")
+
+
 class RequesterLease:
     """The lease the peer's responder granted us (spec §Lease Semantics, requester side).
 
@@ -142,19 +153,11 @@ class RequesterLease:
                              "connection uses leases (SETUP L flag), so requests must wait for "
                              "the peer's first LEASE frame")
         if now >= self._expires_at:
-            if lease.ttl == 0:
-                detail = "has a time-to-live of 0 ms: it stops all requests"
-            else:
-                detail = f"expired (its time-to-live of {lease.ttl} ms has run out)"
-            raise LeaseError(LEASE_EXPIRED, f"request not sent: the peer's lease {detail}; "
-                             "wait for its next LEASE frame")
+            raise _spent(LEASE_EXPIRED, lease.ttl, "has a time-to-live of 0 ms",
+                         f"expired (its time-to-live of {lease.ttl} ms has run out)")
         if self.remaining <= 0:
-            if lease.number_of_requests == 0:
-                detail = "allows 0 requests: it stops all requests"
-            else:
-                detail = f"of {lease.number_of_requests} requests is used up"
-            raise LeaseError(LEASE_USED_UP, f"request not sent: the peer's lease {detail}; "
-                             "wait for its next LEASE frame")
+            raise _spent(LEASE_USED_UP, lease.number_of_requests, "allows 0 requests",
+                         f"of {lease.number_of_requests} requests is used up")
 
     def use(self, now: float) -> None:
         """Count one request about to be sent at ``now`` (seconds).

@@ -101,6 +101,18 @@ def open_stream(s: Session, n: int = 1000):
     assert isinstance(req, RequestReceived) and req.stream_id == 1
 
 
+def resuming(s: Session | None = None) -> Session:
+    """Cut ``s`` and have its client send RESUME (taken from its output): it now waits for
+    RESUME_OK. Default: a new session with one stream open."""
+    if s is None:
+        s = Session()
+        open_stream(s)
+    s.cut()
+    s.client.start_resume(0)
+    s.client.data_to_send()
+    return s
+
+
 # --------------------------------------------------------------------------------- positions
 
 def test_positions_are_the_bytes_of_stream_frames_without_prefix():
@@ -376,9 +388,7 @@ def test_server_without_resume_refuses_both():
 def test_bad_resume_ok_position_ends_the_client_with_connection_error():
     s = Session()
     s.client.request_response(Payload(b"x"))
-    s.cut()
-    s.client.start_resume(0)
-    s.client.data_to_send()
+    resuming(s)
     [closed] = s.client.receive_data(wire(F.ResumeOkFrame(last_received_client_position=999)))
     assert isinstance(closed.error, E.ConnectionError)
     assert "cannot resume" in str(closed.error)
@@ -387,11 +397,7 @@ def test_bad_resume_ok_position_ends_the_client_with_connection_error():
 
 
 def test_client_refuses_stream_frames_before_resume_ok():
-    s = Session()
-    open_stream(s)
-    s.cut()
-    s.client.start_resume(0)
-    s.client.data_to_send()
+    s = resuming()
     events = s.client.receive_data(wire(F.PayloadFrame(stream_id=1, data=b"x", next=True)))
     assert isinstance(events[-1], ConnectionClosed)
     [err] = error_frames(sent(s.client))
@@ -399,11 +405,7 @@ def test_client_refuses_stream_frames_before_resume_ok():
 
 
 def test_rejected_resume_from_the_server_ends_the_client():
-    s = Session()
-    open_stream(s)
-    s.cut()
-    s.client.start_resume(0)
-    s.client.data_to_send()
+    s = resuming()
     [closed] = s.client.receive_data(wire(F.ErrorFrame(
         stream_id=0, error_code=E.ErrorCode.REJECTED_RESUME, data=b"gone")))
     assert isinstance(closed.error, E.RejectedResumeError) and closed.error.message == "gone"
@@ -456,11 +458,7 @@ def test_hostile_frames_never_raise_from_a_resumable_session(data):
 @settings(max_examples=150, deadline=None)
 @given(_frames())
 def test_hostile_frames_never_raise_while_resuming(data):
-    s = Session()
-    open_stream(s)
-    s.cut()
-    s.client.start_resume(0)
-    s.client.data_to_send()
+    s = resuming()
     s.client.receive_data(data)
     _well_formed(s.client)
     fresh = make_server(0, resume=True)

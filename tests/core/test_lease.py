@@ -11,19 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rsocket_tx.core import frames as F
+from rsocket_tx.core import lease as L
 from rsocket_tx.core.config import ConnectionConfig
-from rsocket_tx.core.errors import LocalProtocolError, RejectedError
+from rsocket_tx.core.errors import LeaseError, LocalProtocolError, RejectedError
 from rsocket_tx.core.events import LeaseReceived, RequestReceived
 from rsocket_tx.core.lease import (
-    DEFAULT_LEASE_GRACE,
-    LEASE_EXPIRED,
-    LEASE_USED_UP,
-    MAX_LEASE_VALUE,
-    NO_LEASE,
     ConcurrencyLeasePolicy,
     FixedRateLeasePolicy,
     Lease,
-    LeaseError,
     LeasePolicy,
     LeaseStats,
     RequesterLease,
@@ -39,7 +34,7 @@ from .conn_helpers import Pair, error_frames, sent, setup_frame, wire
 
 def test_lease_values_at_their_limits():
     assert Lease(0, 0).number_of_requests == 0
-    top = Lease(MAX_LEASE_VALUE, MAX_LEASE_VALUE, b"m")
+    top = Lease(L.MAX_LEASE_VALUE, L.MAX_LEASE_VALUE, b"m")
     assert (top.ttl, top.number_of_requests, top.metadata) == (2**31 - 1, 2**31 - 1, b"m")
 
 
@@ -64,13 +59,13 @@ def test_requester_without_a_lease_may_send_nothing():
     assert lease.expires_at is None
     with pytest.raises(LeaseError) as info:
         lease.use(0.0)
-    assert info.value.reason == NO_LEASE
+    assert info.value.reason == L.NO_LEASE
     assert "no lease from the peer yet" in info.value.message
     assert lease.sent == 0
 
 
 def test_lease_error_is_a_local_rejection():
-    err = LeaseError(LEASE_USED_UP, "request not sent: x")
+    err = LeaseError(L.LEASE_USED_UP, "request not sent: x")
     assert isinstance(err, RejectedError)
     assert isinstance(err, LocalProtocolError)
     assert err.error_code == 0x202
@@ -86,7 +81,7 @@ def test_requester_counts_requests_and_refuses_the_one_past_the_lease():
     assert lease.sent == 3
     with pytest.raises(LeaseError) as info:
         lease.use(100.0)
-    assert info.value.reason == LEASE_USED_UP
+    assert info.value.reason == L.LEASE_USED_UP
     assert "lease of 3 requests is used up" in info.value.message
     assert lease.sent == 3 and lease.remaining == 0  # the refused one is not counted
 
@@ -100,7 +95,7 @@ def test_requester_lease_expires_after_its_ttl_from_reception():
     assert lease.available(11.5) == 0
     with pytest.raises(LeaseError) as info:
         lease.use(11.5)
-    assert info.value.reason == LEASE_EXPIRED
+    assert info.value.reason == L.LEASE_EXPIRED
     assert "time-to-live of 1500 ms" in info.value.message
 
 
@@ -130,8 +125,8 @@ def test_the_last_lease_received_overrides_the_previous_one():
 
 
 @pytest.mark.parametrize("ttl, n, reason, words", [
-    (0, 10, LEASE_EXPIRED, "time-to-live of 0 ms: it stops all requests"),
-    (10_000, 0, LEASE_USED_UP, "allows 0 requests: it stops all requests"),
+    (0, 10, L.LEASE_EXPIRED, "time-to-live of 0 ms: it stops all requests"),
+    (10_000, 0, L.LEASE_USED_UP, "allows 0 requests: it stops all requests"),
 ])
 def test_a_zero_lease_stops_all_requests(ttl, n, reason, words):
     lease = RequesterLease()
@@ -191,10 +186,10 @@ def test_responder_rejects_after_ttl_plus_grace():
 
 def test_responder_default_grace():
     lease = ResponderLease()
-    assert lease.grace == DEFAULT_LEASE_GRACE
+    assert lease.grace == L.DEFAULT_LEASE_GRACE
     lease.grant(Lease(1_000, 10), now=0.0)
-    assert lease.accept(1.0 + DEFAULT_LEASE_GRACE / 1000.0) is None
-    assert lease.accept(1.0 + DEFAULT_LEASE_GRACE / 1000.0 + 0.001) is not None
+    assert lease.accept(1.0 + L.DEFAULT_LEASE_GRACE / 1000.0) is None
+    assert lease.accept(1.0 + L.DEFAULT_LEASE_GRACE / 1000.0 + 0.001) is not None
 
 
 def test_responder_zero_grace_is_strict():
@@ -330,8 +325,8 @@ def test_concurrency_policy_settings_past_their_limits(kwargs, name):
 def test_unlimited_policy_grants_the_largest_lease():
     policy = UnlimitedLeasePolicy()
     assert policy.next_lease(0.0, ResponderLease().stats(0.0)) == \
-        Lease(MAX_LEASE_VALUE, MAX_LEASE_VALUE)
-    assert policy.interval == MAX_LEASE_VALUE
+        Lease(L.MAX_LEASE_VALUE, L.MAX_LEASE_VALUE)
+    assert policy.interval == L.MAX_LEASE_VALUE
 
 
 def test_the_base_policy_must_be_overridden():
@@ -395,7 +390,7 @@ def test_a_request_without_a_lease_is_not_sent_and_uses_no_stream_id():
     pair = lease_pair()
     with pytest.raises(LeaseError) as info:
         pair.client.request_response(Payload(b"x"))
-    assert info.value.reason == NO_LEASE
+    assert info.value.reason == L.NO_LEASE
     assert pair.client.data_to_send() == b""
     assert pair.client.stream_count == 0
     pair.server.send_lease(Lease(1_000, 1))
@@ -415,7 +410,7 @@ def test_the_server_grant_reaches_the_client_and_is_counted():
     pair.client.request_stream(Payload(b"2"), 5)
     with pytest.raises(LeaseError) as info:
         pair.client.request_channel(Payload(b"3"), 1)
-    assert info.value.reason == LEASE_USED_UP
+    assert info.value.reason == L.LEASE_USED_UP
     events = pair.to_server()
     assert [type(e) for e in events] == [RequestReceived, RequestReceived]
     assert pair.server.lease_stats().accepted == 2
@@ -440,7 +435,7 @@ def test_the_client_asks_for_a_tick_when_the_lease_expires():
     assert pair.client.lease_available() == 0
     with pytest.raises(LeaseError) as info:
         pair.client.request_response(Payload(b"late"))
-    assert info.value.reason == LEASE_EXPIRED
+    assert info.value.reason == L.LEASE_EXPIRED
     assert pair.client.next_deadline() == pytest.approx(1.0)  # the keepalive again
 
 

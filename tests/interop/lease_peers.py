@@ -22,8 +22,6 @@ rsocket-py honours leases by queueing and never enforces its own: see ``lease_co
 
 from __future__ import annotations
 
-import subprocess
-
 import peers
 
 PEER = "rsocket-py"
@@ -31,16 +29,6 @@ JS_PEER = "rsocket-js-1.0.0-alpha.3"
 JS_CLIENT_SCRIPT = "lease_client.js"
 SERVER_SCRIPT = "lease_server.py"
 CLIENT_SCRIPT = "lease_client.py"
-
-
-def _options(**options) -> list[str]:
-    argv: list[str] = []
-    for name, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        argv += [flag] if value is True else [flag, str(value)]
-    return argv
 
 
 def start_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
@@ -53,15 +41,11 @@ def start_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
     :raises peers.PeerFailure: it did not start.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(SERVER_SCRIPT) + _options(
+    argv = peer._argv(SERVER_SCRIPT) + peers._options(
         port=0, lease_requests=lease_requests, lease_ttl=lease_ttl,
         lease_interval=lease_interval, honor_lease=honor_lease, request_client=request_client,
         request_wait=request_wait, timeout=lifetime, watch_stdin=True)
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=peer.directory)
-    server = peers.PeerServer(f"{PEER} lease server", process, argv)
-    server._wait_listening(startup_timeout)
-    return server
+    return peers._start_program(f"{PEER} lease server", argv, peer.directory, startup_timeout)
 
 
 def start_lease_server_deferred(**kwargs):
@@ -79,7 +63,7 @@ def run_lease_client(port: int, *, count: int = 3, wait: float = 2.0,
     :raises peers.PeerFailure: it failed, printed no JSON or timed out.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(CLIENT_SCRIPT) + _options(
+    argv = peer._argv(CLIENT_SCRIPT) + peers._options(
         port=port, count=count, wait=wait, ignore_lease=ignore_lease,
         lease_requests=lease_requests, lease_ttl=lease_ttl, lease_interval=lease_interval,
         serve=serve or None, timeout=timeout)
@@ -101,7 +85,7 @@ def run_js_lease_client(port: int, *, count: int = 3, wait: int = 1500,
     :raises peers.PeerFailure: it failed, printed no JSON or timed out.
     """
     peer = peers.PEERS[JS_PEER]
-    argv = peer._argv(JS_CLIENT_SCRIPT) + _options(
+    argv = peer._argv(JS_CLIENT_SCRIPT) + peers._options(
         port=port, count=count, wait=wait, max_pending=max_pending, timeout=timeout)
     return peers._run_program(f"{JS_PEER} lease client", argv, peer.directory, timeout + 15)
 

@@ -822,6 +822,18 @@ def routing_client_command(peer: str, port: int, interaction: str, *, host: str 
     return argv
 
 
+def _options(**options) -> list[str]:
+    """Command-line flags for ``options``: ``name_x=value`` becomes ``--name-x value``,
+    ``True`` a bare ``--name-x``; ``None`` and ``False`` are left out."""
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
 def _run_program(label: str, argv: list[str], cwd: Path, timeout: float, *,
                  peer: str | None = None) -> dict:
     """Run one client program; its last JSON line plus ``exit_code`` (0 or 1).

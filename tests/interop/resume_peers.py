@@ -22,16 +22,6 @@ SERVER_SCRIPT = "resume_server.js"
 CLIENT_SCRIPT = "resume_client.js"
 
 
-def _options(**options) -> list[str]:
-    argv: list[str] = []
-    for name, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        argv += [flag] if value is True else [flag, str(value)]
-    return argv
-
-
 def start_js_resume_server(*, session_timeout: int = 60_000, request_n: int | None = None,
                            log_keepalive: bool = False, startup_timeout: float = 30.0,
                            lifetime: int = 600) -> peers.PeerServer:
@@ -43,7 +33,7 @@ def start_js_resume_server(*, session_timeout: int = 60_000, request_n: int | No
     :raises peers.PeerFailure: it did not start.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(SERVER_SCRIPT) + _options(
+    argv = peer._argv(SERVER_SCRIPT) + peers._options(
         port=0, session_timeout=session_timeout, request_n=request_n,
         log_keepalive=log_keepalive, timeout=lifetime, watch_stdin=True)
     return peers._start_program(f"{PEER} resume server", argv, peer.directory, startup_timeout)
@@ -67,7 +57,7 @@ def run_js_resume_client(port: int, interaction: str, *, count: int = 1000,
     :raises peers.PeerFailure: exit code 2 (usage, connection failure, timeout) or no JSON.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(CLIENT_SCRIPT) + [interaction] + _options(
+    argv = peer._argv(CLIENT_SCRIPT) + [interaction] + peers._options(
         port=port, count=count, request_n=request_n, keepalive=keepalive, lifetime=lifetime,
         reconnect_delay=reconnect_delay, max_reconnects=max_reconnects, token_b64=token_b64,
         timeout=timeout)

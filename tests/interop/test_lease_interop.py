@@ -22,9 +22,6 @@ of a lease is seen as unanswered within its ``wait`` (seconds).
 
 from __future__ import annotations
 
-import gc
-from pathlib import Path
-
 import lease_peers
 import pytest
 import pytest_twisted
@@ -39,7 +36,7 @@ from rsocket_tx.lease import (
     LeaseError,
 )
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("no_logged_errors")]
 
 REJECTED = 0x202
 #: seconds any single wait of the in-process tests may take
@@ -52,27 +49,6 @@ def timed(d, timeout: float = WAIT) -> defer.Deferred:
     if not isinstance(d, defer.Deferred):
         d = defer.ensureDeferred(d)
     return d.addTimeout(timeout, reactor)
-
-
-@pytest.fixture(autouse=True)
-def no_logged_errors():
-    """Fail a test during which the in-process side logged a warning, an error or an
-    unhandled failure (twisted.logger)."""
-    from twisted.logger import LogLevel, formatEvent, globalLogPublisher
-
-    seen: list[str] = []
-
-    def observer(event: dict) -> None:
-        level = event.get("log_level")
-        if "log_failure" in event or (level is not None and level >= LogLevel.warn):
-            failure = event.get("log_failure")
-            seen.append(formatEvent(event) + (f"\n{failure.getTraceback()}" if failure else ""))
-
-    globalLogPublisher.addObserver(observer)
-    yield
-    gc.collect()
-    globalLogPublisher.removeObserver(observer)
-    assert not seen, "logged during the test:\n" + "\n".join(seen)
 
 
 class Echo(Responder):
@@ -112,6 +88,17 @@ async def test_our_client_honours_rsocket_py_leases():
         server.stop()
 
 
+async def _grant_and_collect_results(server, responder: Echo, requests: int):
+    """Connect our client (``responder``, granting ``requests`` requests for 60 s) to the lease
+    ``server`` and wait until its server-side requester is done; returns our RSocket and the
+    server's ``result`` events."""
+    rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
+                             responder=responder,
+                             lease=FixedRateLeasePolicy(ttl=60_000, requests=requests)))
+    await timed(server.wait_event_deferred("results_done"))
+    return rs, [e for e in server.events if e["event"] == "result"]
+
+
 @pytest_twisted.ensureDeferred
 async def test_our_client_grants_rsocket_py_leases_and_enforces_them():
     """rsocket-py's server-side requester, not honouring our lease, asks 3 times; our
@@ -120,11 +107,7 @@ async def test_our_client_grants_rsocket_py_leases_and_enforces_them():
         lease_requests=10, request_client=3, request_wait=5))
     responder = Echo()
     try:
-        rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
-                                 responder=responder,
-                                 lease=FixedRateLeasePolicy(ttl=60_000, requests=2)))
-        await timed(server.wait_event_deferred("results_done"))
-        results = [e for e in server.events if e["event"] == "result"]
+        rs, results = await _grant_and_collect_results(server, responder, 2)
         assert [r.get("payload") for r in results[:2]] == ["echo:s0", "echo:s1"]
         assert results[2]["error"]["code"] == REJECTED
         assert "used up" in results[2]["error"]["message"]
@@ -142,11 +125,7 @@ async def test_rsocket_py_honours_the_leases_our_client_grants():
         lease_requests=10, honor_lease=True, request_client=2, request_wait=HELD))
     responder = Echo()
     try:
-        rs = await timed(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
-                                 responder=responder,
-                                 lease=FixedRateLeasePolicy(ttl=60_000, requests=1)))
-        await timed(server.wait_event_deferred("results_done"))
-        results = [e for e in server.events if e["event"] == "result"]
+        rs, results = await _grant_and_collect_results(server, responder, 1)
         assert results[0]["payload"] == "echo:s0"
         assert results[1].get("queued") is True  # held back by rsocket-py: no lease left
         assert responder.served == [b"s0"]
@@ -159,8 +138,10 @@ async def test_rsocket_py_honours_the_leases_our_client_grants():
 # ------------------------------------------------------------------------------ our server
 
 
-@pytest_twisted.ensureDeferred
-async def test_rsocket_py_honours_our_server_leases():
+async def _serve_echo_granting(requests: int):
+    """Our server (in-process ``serve``), an :class:`Echo` per connection, granting each
+    connection ``requests`` requests for 60 s; returns the listening port and the Echo
+    responders (in connection order)."""
     responders: list[Echo] = []
 
     def factory():
@@ -168,7 +149,13 @@ async def test_rsocket_py_honours_our_server_leases():
         return responders[-1]
 
     port = await serve("tcp:0:interface=127.0.0.1", factory, reactor=reactor,
-                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=2))
+                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=requests))
+    return port, responders
+
+
+@pytest_twisted.ensureDeferred
+async def test_rsocket_py_honours_our_server_leases():
+    port, responders = await _serve_echo_granting(2)
     try:
         result = await timed(lease_peers.run_lease_client_deferred(
             port.getHost().port, count=3, wait=HELD))
@@ -183,14 +170,7 @@ async def test_rsocket_py_honours_our_server_leases():
 
 @pytest_twisted.ensureDeferred
 async def test_our_server_rejects_rsocket_py_requests_beyond_its_lease():
-    responders: list[Echo] = []
-
-    def factory():
-        responders.append(Echo())
-        return responders[-1]
-
-    port = await serve("tcp:0:interface=127.0.0.1", factory, reactor=reactor,
-                       lease_policy=FixedRateLeasePolicy(ttl=60_000, requests=2))
+    port, responders = await _serve_echo_granting(2)
     try:
         result = await timed(lease_peers.run_lease_client_deferred(
             port.getHost().port, count=3, wait=10, ignore_lease=True))
@@ -271,19 +251,8 @@ async def test_rsocket_js_honours_our_server_leases():
 # ------------------------------------------------------------------------------ twistd
 
 
-def _our_server_class(config):
-    """conftest.OurServer (found through pytest's plugin manager: the module name
-    ``conftest`` is shared by several conftest files)."""
-    here = Path(__file__).resolve().with_name("conftest.py")
-    for plugin in config.pluginmanager.get_plugins():
-        path = getattr(plugin, "__file__", None)
-        if path is not None and Path(path).resolve() == here:
-            return plugin.OurServer
-    raise AssertionError(f"{here} is not loaded as a conftest")
-
-
-def test_twistd_lease_options_grant_and_enforce(pytestconfig):
-    server = _our_server_class(pytestconfig)(
+def test_twistd_lease_options_grant_and_enforce(our_server_class):
+    server = our_server_class(
         "--lease-ttl", "60000", "--lease-requests", "2", "--debug",
         name="twistd rsocket (--lease-ttl 60000 --lease-requests 2)")
     try:

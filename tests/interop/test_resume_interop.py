@@ -35,6 +35,8 @@ N = 10_000
 SEED = int(os.environ.get("RSOCKET_TX_FAULT_SEED", "1").split(",")[0])
 WAIT = 90  # seconds any single wait may take (a bug shows up as a failure, not a hang)
 INTEROP_RESPONDER = "tests.interop.responders:InteropResponder"
+#: the resumed interactions, both ways
+BOTH_INTERACTIONS = pytest.mark.parametrize("interaction", ["request-stream", "request-channel"])
 
 
 def _faultproxy():
@@ -78,6 +80,16 @@ def _plan(interaction: str, count: int = 4) -> fp.RandomCuts:
     return fp.RandomCuts(SEED, count, 1000, 15000, directions=directions)
 
 
+def _cutting_proxy(port: int, interaction: str) -> tuple[Wire, fp.RandomCuts, fp.FaultProxy]:
+    """A listening proxy to 127.0.0.1:``port`` cutting connections as :func:`_plan` says, and
+    the :class:`Wire` observing it."""
+    wire = Wire()
+    plan = _plan(interaction)
+    proxy = fp.FaultProxy(port, plan=plan, observer=wire)
+    proxy.listen()
+    return wire, plan, proxy
+
+
 def _describe(proxy) -> str:
     return f"seed {SEED}, cuts " + str([(c.index, c.direction, c.offset, c.boundary)
                                         for c in proxy.cuts])
@@ -93,13 +105,10 @@ def js_resume_server():
 # ------------------------------------------------------------------ our client, js server
 
 
-@pytest.mark.parametrize("interaction", ["request-stream", "request-channel"])
+@BOTH_INTERACTIONS
 @pytest_twisted.ensureDeferred
 async def test_our_client_resumes_against_the_js_server(js_resume_server, interaction):
-    wire = Wire()
-    plan = _plan(interaction)
-    proxy = fp.FaultProxy(js_resume_server.port, plan=plan, observer=wire)
-    proxy.listen()
+    wire, plan, proxy = _cutting_proxy(js_resume_server.port, interaction)
     rs = None
     try:
         rs = await timed(connect(proxy.endpoint, reactor=reactor, resume=True,
@@ -156,13 +165,10 @@ def our_resume_server(our_server_class):
     server.stop_and_check()
 
 
-@pytest.mark.parametrize("interaction", ["request-stream", "request-channel"])
+@BOTH_INTERACTIONS
 @pytest_twisted.ensureDeferred
 async def test_the_js_client_resumes_against_our_server(our_resume_server, interaction):
-    wire = Wire()
-    plan = _plan(interaction)
-    proxy = fp.FaultProxy(our_resume_server.port, plan=plan, observer=wire)
-    proxy.listen()
+    wire, plan, proxy = _cutting_proxy(our_resume_server.port, interaction)
     try:
         result = await timed(resume_peers.run_js_resume_client_deferred(
             proxy.port, interaction, count=N, timeout=60))

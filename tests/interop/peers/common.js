@@ -20,7 +20,8 @@ const EXIT_UNSUPPORTED = 3; // the peer library cannot do what was asked
 
 /**
  * Parse `--name value` options and `--flag` switches plus positional arguments.
- * `spec` maps option names to "string" | "int" | "bool".
+ * `spec` maps option names to "string" | "int" | "bool".  A usage error finishes with
+ * EXIT_FAILURE and throws.
  */
 function parseArgs(argv, spec) {
   const options = {};
@@ -503,6 +504,27 @@ class EchoQueue {
   }
 }
 
+/**
+ * Bind `server` (an rsocket-js 1.0 RSocketServer), print "LISTENING <port()>" and serve until
+ * serverLifetime(options) ends: then emit "stopping", close it and exit with EXIT_OK.  A
+ * failed bind finishes with failure.
+ */
+async function listenUntilStopped(server, port, options) {
+  let closeable;
+  try {
+    closeable = await server.bind();
+  } catch (e) {
+    failure(`bind failed: ${e && e.message}`);
+    return;
+  }
+  process.stdout.write(`LISTENING ${port()}\n`);
+  serverLifetime(options, (reason) => {
+    emit({ event: "stopping", reason });
+    closeable.close();
+    finish(EXIT_OK);
+  });
+}
+
 /** The connection of `connector` (an RSocketConnector), or null after finishing with failure. */
 async function connectOrFail(connector) {
   try {
@@ -566,6 +588,9 @@ function isFinishing() {
 }
 
 module.exports = {
+  parseArgs,
+  usageError,
+  listenUntilStopped,
   isFinishing,
   collect,
   connectOrFail,

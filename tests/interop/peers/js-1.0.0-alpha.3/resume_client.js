@@ -46,27 +46,12 @@ const OPTIONS = {
 };
 
 function parse(argv) {
-  const options = {};
-  const positional = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith("--")) {
-      positional.push(arg);
-      continue;
-    }
-    const name = arg.slice(2);
-    const kind = OPTIONS[name];
-    const value = argv[++i];
-    if (kind === undefined || value === undefined || (kind === "int" && !/^\d+$/.test(value))) {
-      return { error: `bad option --${name}` };
-    }
-    options[name] = kind === "int" ? parseInt(value, 10) : value;
-  }
+  const { options, positional } = common.parseArgs(argv, OPTIONS);
   if (positional.length !== 1 || !["request-stream", "request-channel"].includes(positional[0])) {
-    return { error: "one interaction expected: request-stream or request-channel" };
+    common.usageError("one interaction expected: request-stream or request-channel");
   }
   if (options.port === undefined) {
-    return { error: "--port is required" };
+    common.usageError("--port is required");
   }
   options.interaction = positional[0];
   options.host = options.host || common.HOST;
@@ -78,15 +63,18 @@ function parse(argv) {
     options["reconnect-delay"] === undefined ? 50 : options["reconnect-delay"];
   options["max-reconnects"] = options["max-reconnects"] || 100;
   options.timeout = options.timeout || 60;
-  return { options };
+  return options;
 }
 
-const parsed = parse(process.argv.slice(2));
-if (parsed.error) {
-  common.failure(`usage: ${parsed.error}`);
-} else {
-  common.overallTimeout(parsed.options.timeout, parsed.options.interaction);
-  main(parsed.options).catch((e) => common.failure(`${e && e.stack ? e.stack : e}`));
+let parsed = null;
+try {
+  parsed = parse(process.argv.slice(2));
+} catch (e) {
+  // a usage error: common.usageError has already finished with EXIT_FAILURE
+}
+if (parsed !== null) {
+  common.overallTimeout(parsed.timeout, parsed.interaction);
+  main(parsed).catch((e) => common.failure(`${e && e.stack ? e.stack : e}`));
 }
 
 async function main(options) {
@@ -117,11 +105,8 @@ async function main(options) {
       connectionOptions: { host: options.host, port: options.port },
     }),
   });
-  let rsocket;
-  try {
-    rsocket = await connector.connect();
-  } catch (e) {
-    common.failure(`connection failed: ${e && e.message}`);
+  const rsocket = await common.connectOrFail(connector);
+  if (rsocket === null) {
     return;
   }
 

@@ -53,7 +53,7 @@ const ERROR = 0x0b;
 const RESUME_OK = 0x0e;
 
 function parse() {
-  const { options, positional } = localParse(process.argv.slice(2));
+  const { options, positional } = common.parseArgs(process.argv.slice(2), OPTIONS);
   if (positional.length) {
     common.failure(`usage: unexpected argument ${positional[0]}`);
   }
@@ -63,36 +63,6 @@ function parse() {
   options["request-n"] = options["request-n"] || 256;
   options.timeout = options.timeout || 600;
   return options;
-}
-
-/* common.js does not export its parseArgs: a copy of the same rules for our option set. */
-function localParse(argv) {
-  const options = {};
-  const positional = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith("--")) {
-      positional.push(arg);
-      continue;
-    }
-    const name = arg.slice(2);
-    const kind = OPTIONS[name];
-    if (kind === undefined) {
-      common.failure(`usage: unknown option --${name}`);
-      throw new Error(`unknown option --${name}`);
-    }
-    if (kind === "bool") {
-      options[name] = true;
-      continue;
-    }
-    const value = argv[++i];
-    if (value === undefined || (kind === "int" && !/^\d+$/.test(value))) {
-      common.failure(`usage: option --${name} needs a value`);
-      throw new Error(`bad --${name}`);
-    }
-    options[name] = kind === "int" ? parseInt(value, 10) : value;
-  }
-  return { options, positional };
 }
 
 const options = parse();
@@ -153,56 +123,63 @@ function instrument() {
   };
 }
 
-function streamResponder(payload, initialRequestN, sink) {
-  const text = (common.toBuffer(payload.data) || Buffer.alloc(0)).toString("latin1");
-  const count = /^\d+$/.test(text) ? parseInt(text, 10) : 10;
-  let next = 0;
-  let demand = 0;
-  let done = false;
-  const drain = () => {
-    while (!done && demand > 0 && next < count) {
-      demand--;
-      sink.onNext({ data: Buffer.from(String(next++)) }, false);
-    }
-    if (!done && next >= count) {
-      done = true;
-      sink.onComplete();
-      common.emit({ event: "stream_done", sent: next });
-    }
-  };
-  demand += initialRequestN;
-  drain();
+/*
+ * The outbound half of a responder's stream: `flow` ({demand, done}) is shared with the
+ * responder's drain(); request(n) adds demand and drains, cancel() ends it (once) with a
+ * "cancel" event saying how many items were `sent()`.
+ */
+function outboundSubscription(flow, drain, interaction, sent) {
   return {
     request: (n) => {
-      demand += n;
+      flow.demand += n;
       drain();
     },
     cancel: () => {
-      if (!done) {
-        done = true;
-        common.emit({ event: "cancel", interaction: "request-stream", sent: next });
+      if (!flow.done) {
+        flow.done = true;
+        common.emit({ event: "cancel", interaction, sent: sent() });
       }
     },
     onExtension() {},
   };
 }
 
+function streamResponder(payload, initialRequestN, sink) {
+  const text = (common.toBuffer(payload.data) || Buffer.alloc(0)).toString("latin1");
+  const count = /^\d+$/.test(text) ? parseInt(text, 10) : 10;
+  let next = 0;
+  const flow = { demand: 0, done: false };
+  const drain = () => {
+    while (!flow.done && flow.demand > 0 && next < count) {
+      flow.demand--;
+      sink.onNext({ data: Buffer.from(String(next++)) }, false);
+    }
+    if (!flow.done && next >= count) {
+      flow.done = true;
+      sink.onComplete();
+      common.emit({ event: "stream_done", sent: next });
+    }
+  };
+  flow.demand += initialRequestN;
+  drain();
+  return outboundSubscription(flow, drain, "request-stream", () => next);
+}
+
 function channelResponder(payload, initialRequestN, isCompleted, sink) {
   const batch = options["request-n"];
   const queue = [{ data: common.toBuffer(payload.data) || Buffer.alloc(0) }];
-  let demand = initialRequestN;
+  const flow = { demand: initialRequestN, done: false };
   let inboundDone = isCompleted;
   let since = 0;
   let echoed = 0;
-  let done = false;
   const drain = () => {
-    while (!done && demand > 0 && queue.length) {
-      demand--;
+    while (!flow.done && flow.demand > 0 && queue.length) {
+      flow.demand--;
       echoed++;
       sink.onNext(queue.shift(), false);
     }
-    if (!done && inboundDone && !queue.length) {
-      done = true;
+    if (!flow.done && inboundDone && !queue.length) {
+      flow.done = true;
       sink.onComplete();
       common.emit({ event: "channel_done", echoed });
     }
@@ -212,6 +189,7 @@ function channelResponder(payload, initialRequestN, isCompleted, sink) {
   }
   drain();
   return {
+    ...outboundSubscription(flow, drain, "request-channel", () => echoed),
     onNext: (p, isComplete) => {
       queue.push({ data: common.toBuffer(p.data) || Buffer.alloc(0) });
       if (isComplete) {
@@ -227,19 +205,8 @@ function channelResponder(payload, initialRequestN, isCompleted, sink) {
       drain();
     },
     onError: () => {
-      done = true;
+      flow.done = true;
     },
-    request: (n) => {
-      demand += n;
-      drain();
-    },
-    cancel: () => {
-      if (!done) {
-        done = true;
-        common.emit({ event: "cancel", interaction: "request-channel", sent: echoed });
-      }
-    },
-    onExtension() {},
   };
 }
 
@@ -284,19 +251,7 @@ async function main() {
       },
     },
   });
-  let closeable;
-  try {
-    closeable = await server.bind();
-  } catch (e) {
-    common.failure(`bind failed: ${e && e.message}`);
-    return;
-  }
-  process.stdout.write(`LISTENING ${netServer.address().port}\n`);
-  common.serverLifetime(options, (reason) => {
-    common.emit({ event: "stopping", reason });
-    closeable.close();
-    common.finish(common.EXIT_OK);
-  });
+  await common.listenUntilStopped(server, () => netServer.address().port, options);
 }
 
 main();

@@ -164,17 +164,5 @@ async function main() {
       },
     },
   });
-  let closeable;
-  try {
-    closeable = await server.bind();
-  } catch (e) {
-    common.failure(`bind failed: ${e && e.message}`);
-    return;
-  }
-  process.stdout.write(`LISTENING ${netServer.address().port}\n`);
-  common.serverLifetime(options, (reason) => {
-    common.emit({ event: "stopping", reason });
-    closeable.close();
-    common.finish(common.EXIT_OK);
-  });
+  await common.listenUntilStopped(server, () => netServer.address().port, options);
 }

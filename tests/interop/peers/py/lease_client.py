@@ -36,7 +36,7 @@ from lease_common import (
     lease_received,
     request_sequence,
 )
-from peer_common import EXIT_FAILURE, EXIT_OK, UsageError, _Parser, finish
+from peer_common import EXIT_OK, _Parser, parse_or_fail, run_client
 from rsocket.helpers import single_transport_provider
 from rsocket.rsocket_client import RSocketClient
 from rsocket.transports.tcp import TransportTCP
@@ -78,7 +78,7 @@ class ClientEcho(EchoHandler):
         return await super().request_response(payload)
 
 
-async def run(args) -> dict:
+async def run(args) -> tuple[int, dict]:
     reader, writer = await asyncio.open_connection(args.host, args.port)
     publisher = None
     if args.lease_requests is not None:
@@ -100,29 +100,13 @@ async def run(args) -> dict:
         results = await request_sequence(client, args.count, args.wait)
         if args.serve:
             await asyncio.sleep(args.serve)
-    return {"peer": "rsocket-py", "results": results, "leases": LeaseClient.leases,
-            "served": ClientEcho.served}
+    return EXIT_OK, {"peer": "rsocket-py", "results": results, "leases": LeaseClient.leases,
+                     "served": ClientEcho.served}
 
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
-    try:
-        args = parse_args(argv)
-    except UsageError as exc:
-        finish(EXIT_FAILURE, {"failure": f"usage: {exc}"})
-
-    async def bounded():
-        return await asyncio.wait_for(run(args), args.timeout)
-
-    try:
-        result = asyncio.run(bounded())
-    except TimeoutError:
-        finish(EXIT_FAILURE, {"failure": f"timeout after {args.timeout}s"})
-    except OSError as exc:
-        finish(EXIT_FAILURE, {"failure": f"connection failed: {exc}"})
-    except Exception as exc:  # noqa: BLE001
-        finish(EXIT_FAILURE, {"failure": f"{type(exc).__name__}: {exc}"})
-    finish(EXIT_OK, result)
+    run_client(run, parse_or_fail(parse_args, argv))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import threading
 
 from lease_common import (
     EchoHandler,
@@ -39,7 +38,7 @@ from lease_common import (
     lease_received,
     request_sequence,
 )
-from peer_common import EXIT_FAILURE, UsageError, _Parser, emit, finish
+from peer_common import _Parser, emit, parse_or_fail, serve_tcp
 from rsocket.rsocket_server import RSocketServer
 from rsocket.transports.tcp import TransportTCP
 
@@ -82,45 +81,20 @@ class LeaseServer(RSocketServer):
 
 
 async def serve(args) -> None:
-    loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    connections = []
     LeaseServer.args = args
 
-    def on_connection(reader, writer):
+    def make_connection(reader, writer):
         publisher = RepeatingLeasePublisher(args.lease_requests, args.lease_ttl,
                                             args.lease_interval, "server")
-        connections.append(LeaseServer(TransportTCP(reader, writer), handler_factory=ServerEcho,
-                                       honor_lease=args.honor_lease,
-                                       lease_publisher=publisher))
+        return LeaseServer(TransportTCP(reader, writer), handler_factory=ServerEcho,
+                           honor_lease=args.honor_lease, lease_publisher=publisher)
 
-    server = await asyncio.start_server(on_connection, args.host, args.port)
-    port = server.sockets[0].getsockname()[1]
-    print(f"LISTENING {port}", flush=True)
-
-    if args.watch_stdin:
-        def watch():
-            sys.stdin.buffer.read()  # returns at EOF
-            loop.call_soon_threadsafe(lambda: stop.done() or stop.set_result("stdin closed"))
-        threading.Thread(target=watch, daemon=True).start()
-    loop.call_later(args.timeout, lambda: stop.done() or stop.set_result("timeout"))
-    reason = await stop
-    emit({"event": "stopping", "reason": reason})
-    server.close()
-    for connection in connections:
-        try:
-            await asyncio.wait_for(connection.close(), 2)
-        except Exception:  # noqa: BLE001 - best effort on shutdown
-            pass
+    await serve_tcp(args, make_connection)
 
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
-    try:
-        args = parse_args(argv)
-    except UsageError as exc:
-        finish(EXIT_FAILURE, {"failure": f"usage: {exc}"})
-    asyncio.run(serve(args))
+    asyncio.run(serve(parse_or_fail(parse_args, argv)))
 
 
 if __name__ == "__main__":
