@@ -45,7 +45,7 @@ from twisted.internet.defer import (
     succeed,
 )
 from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IHalfCloseableDescriptor, IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -156,6 +156,7 @@ class RSocketProtocol(Protocol):
         self._max_send_buffer = config.max_send_buffer_size
         self._aborting = False  # the transport is being aborted: write nothing more
         self._abort_call = None  # a graceful close's last resort
+        self._write_closed = False  # TCP half-closed after our last frame
         self._dispatching = False
         self._timer = None
         self._flush_call = None  # a pending _flush_soon
@@ -444,7 +445,26 @@ class RSocketProtocol(Protocol):
                     self._handle_now(pending)
                     return
             if not self._transport_gone:  # (a detached session that ended has none)
-                self.transport.loseConnection()
+                self._end_transport()
+
+    def _end_transport(self) -> None:
+        """Close the transport after our last frame (often an ERROR on stream 0).
+
+        On TCP: half-close (FIN after the last byte) and keep reading until the peer closes,
+        aborting after :data:`ABORT_DELAY` seconds. Closing outright while the peer is still
+        sending (e.g. the rest of a SETUP written in several writes) makes our kernel answer
+        with RST, and a peer that receives RST may drop our ERROR unread.
+        """
+        transport = self.transport
+        if not IHalfCloseableDescriptor.providedBy(transport):  # (not a real TCP socket)
+            transport.loseConnection()
+            return
+        if self._write_closed:
+            return
+        self._write_closed = True
+        transport.loseWriteConnection()
+        if self._abort_call is None:  # (a graceful close's abort timer may be running)
+            self._abort_call = self._reactor.callLater(ABORT_DELAY, transport.abortConnection)
 
     def _excessive_buffering(self) -> None:
         """The peer does not read: abort the connection (nothing more is written)."""
@@ -798,7 +818,7 @@ class RSocketProtocol(Protocol):
             if data:
                 self.transport.write(data)
             self._fire_written()
-            self.transport.loseConnection()
+            self._end_transport()
         else:
             written, self._written = self._written, []
             for d in written:

@@ -7,10 +7,12 @@ import pytest
 import pytest_twisted
 from twisted.internet import defer
 from twisted.internet.error import ConnectionDone
+from twisted.internet.interfaces import IHalfCloseableDescriptor, ITCPTransport
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted_support import parse, wait, wire
+from zope.interface import implementer
 
 from rsocket_tx import (
     ConnectionLostError,
@@ -31,6 +33,7 @@ from rsocket_tx.core.frames import (
     RequestResponseFrame,
     RequestStreamFrame,
 )
+from rsocket_tx.protocol import ABORT_DELAY
 
 
 class CountingTransport(StringTransport):
@@ -480,3 +483,48 @@ def test_fnf_then_close_writes_the_frame_before_closing():
     assert fnf.data == b"last"
     assert (close.stream_id, close.error_code) == (0, 0x102)  # then ERROR[CONNECTION_CLOSE]
     assert transport.disconnecting
+
+
+# --------------------------------------------------------------------- closing a TCP transport
+
+
+@implementer(ITCPTransport, IHalfCloseableDescriptor)
+class TCPTransport(StringTransport):
+    """A StringTransport that is TCP: it can half-close (FIN) and abort (RST)."""
+
+    write_closed = False
+    aborted = False
+
+    def loseWriteConnection(self) -> None:
+        self.write_closed = True
+
+    def abortConnection(self) -> None:
+        self.aborted = True
+
+
+def test_tcp_close_after_an_error_half_closes_reads_on_then_aborts():
+    clock = Clock()
+    proto = RSocketServerFactory(Responder, reactor=clock).buildProtocol(None)
+    transport = TCPTransport()
+    proto.makeConnection(transport)
+    proto.dataReceived(b"\x00\x00\x06\x00\x00\x00\x00\xfc\x00")  # a frame of unknown type 0x3F
+    [error] = parse(transport.value())
+    assert (error.stream_id, error.error_code) == (0, 0x101)  # ERROR[CONNECTION_ERROR]
+    # FIN after the ERROR, not a full close: the peer may still be writing, and closing with
+    # unread bytes would make the kernel send RST, which can destroy the ERROR unread
+    assert transport.write_closed and not transport.disconnecting
+    proto.dataReceived(b"more bytes from a peer still sending")  # read and ignored
+    assert parse(transport.value()) == [error]
+    clock.advance(ABORT_DELAY)  # the peer never closed its side
+    assert transport.aborted
+
+
+def test_tcp_close_is_done_when_the_peer_closes_its_side():
+    clock = Clock()
+    proto = RSocketServerFactory(Responder, reactor=clock).buildProtocol(None)
+    transport = TCPTransport()
+    proto.makeConnection(transport)
+    proto.dataReceived(b"\x00\x00\x06\x00\x00\x00\x00\xfc\x00")
+    assert transport.write_closed
+    proto.connectionLost(Failure(ConnectionDone()))
+    assert clock.getDelayedCalls() == [] and not transport.aborted

@@ -58,11 +58,7 @@ STRICT = "tests.interop.routed_responders:StrictRoutedInterop"
 APPLICATION_ERROR = 0x201
 REJECTED = 0x202
 REJECTED_SETUP = 0x003
-CONNECTION_ERROR = 0x101
 #: peers/README.md, "Routing and composite metadata", rsocket-py 2
-PY_REJECTED_SETUP_RACE = (
-    "rsocket-py fails the request with CONNECTION_ERROR and never reads our ERROR"
-    "[REJECTED_SETUP] when a write of its own meets the closed connection first")
 ROUTING_MIME = "message/x.rsocket.routing.v0"
 AUTH_MIME = "message/x.rsocket.authentication.v0"
 PER_STREAM_MIME = "message/x.rsocket.mime-type.v0"
@@ -363,19 +359,15 @@ def test_request_credentials_override_setup(peer, routed_server):
 @pytest.mark.parametrize("peer", CLIENT_PEERS)
 def test_bad_setup_credentials_rejected_setup(peer, setup, routed_server):
     """Our server answers ERROR[REJECTED_SETUP] on stream 0, closes, and never routes the
-    request.  rsocket-js reports that ERROR as the connection's error.  rsocket-py does too,
-    unless it is still writing when we close (it writes SETUP in several writes, then the
-    request): its sender then meets ECONNRESET and it fails everything with CONNECTION_ERROR
-    without reading the ERROR it already received (:data:`PY_REJECTED_SETUP_RACE`)."""
+    request; both clients report that ERROR as the connection's error.  rsocket-py writes its
+    SETUP in several writes and used to lose the ERROR to the RST our kernel sent for its
+    unread bytes when we closed at once: we half-close and read on instead."""
     mark = routed_server.mark()
     result = routed(peer, routed_server, route="echo", data={"never": "served"}, **setup)
     assert result["exit_code"] == 1, result
     error = result["connection_error"]
-    if peer == "rsocket-py" and error is None:
-        assert result["error"]["code"] == CONNECTION_ERROR, (PY_REJECTED_SETUP_RACE, result)
-    else:
-        assert error is not None and error["code"] == REJECTED_SETUP, result
-        assert "invalid" in error["message"], result
+    assert error is not None and error["code"] == REJECTED_SETUP, result
+    assert "invalid" in error["message"], result
     routed_server.wait_line(r"\[rsocket_tx\.frames#debug\] send ERROR stream=0 "
                             r"error_code=REJECTED_SETUP data=b'invalid ", mark)
     marker = {"after": nonce()}
