@@ -87,19 +87,17 @@ class RSocket:
                  tracing) -> Payload:
         """The request Payload: ``payload`` encoded if it is not one, metadata composed."""
         setup = self._protocol.setup_info
-        if payload.__class__ is Payload:
-            if route is None and auth is None and data_mime_type is None \
-                    and accept_mime_types is None and tracing is None:
+        plain = route is None and auth is None and data_mime_type is None \
+            and accept_mime_types is None and tracing is None
+        if isinstance(payload, Payload):
+            if plain:
                 return payload
-            data, own = payload.data, payload.metadata
-        elif isinstance(payload, Payload):
             data, own = payload.data, payload.metadata
         else:
             mime = data_mime_type or (setup.data_mime_type if setup is not None else None)
             data, own = codec_for(mime).encode(payload), None
-        if route is None and auth is None and data_mime_type is None \
-                and accept_mime_types is None and tracing is None:
-            return Payload(data, own)
+            if plain:
+                return Payload(data)
         metadata_mime = setup.metadata_mime_type if setup is not None else OCTET_STREAM
         metadata = build_metadata(metadata_mime, route=route, auth=auth,
                                   data_mime_type=data_mime_type,

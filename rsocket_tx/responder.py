@@ -137,6 +137,7 @@ class Responder:
         self.principal = principal
 
     def _routed(self, interaction: str, payload: Payload, inbound=None):
+        """Dispatch by route; an interaction with no route (nor fallback) is rejected."""
         router = self._router
         if router is None or not router.serves(interaction):
             raise RejectedError(f"{interaction.replace('_', '-')} is not implemented by "
