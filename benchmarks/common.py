@@ -83,6 +83,62 @@ class Deadline:
         return time.perf_counter() - self.start
 
 
+class RequestResponseLoad:
+    """The "rr" workload's shared counters: ``worker(request_response, request)`` coroutines
+    (``spec.inflight`` of them) issue requests until ``count`` are issued or the deadline
+    passes (checked every 64 replies); ``result()`` is the measured run."""
+
+    def __init__(self, count: int, deadline: Deadline):
+        self.count = count
+        self.deadline = deadline
+        self.issued = 0
+        self.got = 0
+        self.nbytes = 0
+        self.stop = False
+
+    async def worker(self, request_response, request) -> None:
+        while self.issued < self.count and not self.stop:
+            self.issued += 1
+            reply = await request_response(request)
+            self.got += 1
+            self.nbytes += len(reply.data)
+            if (self.got & 63) == 0 and self.deadline.passed():
+                self.stop = True
+
+    def result(self) -> RunResult:
+        return RunResult(self.got, self.nbytes, self.deadline.elapsed(), self.got == self.count)
+
+
+async def fire_and_forget_run(fire_and_forget, request_response, payload_class, spec: Spec,
+                              count: int, deadline: Deadline, state: dict,
+                              pause=None) -> RunResult:
+    """The "fnf" workload: ``count`` messages in batches of 1000 (each batch awaited until
+    written, which keeps the send queue bounded; ``await pause()`` after each batch when
+    given), then COUNT_QUERY request-responses until the server has received them all
+    (``state["fnf_expected"]`` counts this connection's messages across runs)."""
+    message = payload_class(b"x" * spec.size)
+    query = payload_class(COUNT_QUERY)
+    sent = 0
+    batch = 1000
+    while sent < count:
+        k = min(batch, count - sent)
+        last = None
+        for _ in range(k):
+            last = fire_and_forget(message)
+        sent += k
+        await last
+        if deadline.passed():
+            break
+        if pause is not None:
+            await pause()
+    state["fnf_expected"] += sent
+    while True:
+        reply = await request_response(query)
+        if int(reply.data) >= state["fnf_expected"]:
+            break
+    return RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+
+
 def die_with_parent() -> None:
     """Exit this child as soon as its stdin (a pipe from the orchestrator) closes."""
 

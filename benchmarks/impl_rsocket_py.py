@@ -23,10 +23,8 @@ from datetime import timedelta
 if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, __file__.rsplit("/", 2)[0])
 
+from benchmarks import common as bench
 from benchmarks.common import (
-    COUNT_QUERY,
-    Deadline,
-    RunResult,
     Spec,
     announce_port,
     child_main,
@@ -82,7 +80,7 @@ def _classes():
             self.fnf_count = 0
 
         async def request_response(self, payload: Payload):
-            if payload.data == COUNT_QUERY:
+            if payload.data == bench.COUNT_QUERY:
                 return create_future(Payload(b"%d" % self.fnf_count))
             return create_future(Payload(payload.data))
 
@@ -96,7 +94,7 @@ def _classes():
     class CountingSubscriber(Subscriber):
         """Counts items; re-requests half the window each time half of it arrived."""
 
-        def __init__(self, prefetch: int, deadline: Deadline) -> None:
+        def __init__(self, prefetch: int, deadline: bench.Deadline) -> None:
             self.prefetch = prefetch
             self.half = max(1, prefetch // 2)
             self.pending = 0
@@ -175,57 +173,28 @@ def server() -> None:
 # ----------------------------------------------------------------------------- client
 
 
-async def _run(client, spec: Spec, count: int, budget: float, state: dict) -> RunResult:
+async def _run(client, spec: Spec, count: int, budget: float, state: dict) -> bench.RunResult:
     _, counting_subscriber, payload_class = state["classes"]
-    deadline = Deadline(budget)
+    deadline = bench.Deadline(budget)
     if spec.kind == "rr":
+        load = bench.RequestResponseLoad(count, deadline)
         request = payload_class(b"x" * spec.size)
-        issued = 0
-        got = 0
-        nbytes = 0
-        stop = False
-
-        async def worker() -> None:
-            nonlocal issued, got, nbytes, stop
-            while issued < count and not stop:
-                issued += 1
-                reply = await client.request_response(request)
-                got += 1
-                nbytes += len(reply.data)
-                if (got & 63) == 0 and deadline.passed():
-                    stop = True
-
-        await asyncio.gather(*(worker() for _ in range(min(spec.inflight, count))))
-        return RunResult(got, nbytes, deadline.elapsed(), got == count)
+        await asyncio.gather(*(load.worker(client.request_response, request)
+                               for _ in range(min(spec.inflight, count))))
+        return load.result()
 
     if spec.kind == "stream":
         subscriber = counting_subscriber(spec.prefetch, deadline)
         request = payload_class(stream_request(count, spec.size))
         client.request_stream(request).initial_request_n(spec.prefetch).subscribe(subscriber)
         await subscriber.done
-        return RunResult(subscriber.items, subscriber.nbytes, subscriber.elapsed,
+        return bench.RunResult(subscriber.items, subscriber.nbytes, subscriber.elapsed,
                          subscriber.complete)
 
     if spec.kind == "fnf":
-        message = payload_class(b"x" * spec.size)
-        query = payload_class(COUNT_QUERY)
-        sent = 0
-        batch = 1000
-        while sent < count:
-            k = min(batch, count - sent)
-            last = None
-            for _ in range(k):
-                last = client.fire_and_forget(message)
-            sent += k
-            await last  # written to the transport: keeps the send queue bounded
-            if deadline.passed():
-                break
-        state["fnf_expected"] += sent
-        while True:
-            reply = await client.request_response(query)
-            if int(reply.data) >= state["fnf_expected"]:
-                break
-        return RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+        return await bench.fire_and_forget_run(
+            client.fire_and_forget, client.request_response, payload_class,
+            spec, count, deadline, state)
 
     raise ValueError(f"unknown workload kind {spec.kind!r}")
 

@@ -19,10 +19,8 @@ import sys
 if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, __file__.rsplit("/", 2)[0])
 
+from benchmarks import common as bench
 from benchmarks.common import (
-    COUNT_QUERY,
-    Deadline,
-    RunResult,
     Spec,
     announce_port,
     announce_unavailable,
@@ -65,7 +63,7 @@ def server() -> None:
             self.fnf_count = 0
 
         def request_response(self, payload):
-            if payload.data == COUNT_QUERY:
+            if payload.data == bench.COUNT_QUERY:
                 return payload_class(b"%d" % self.fnf_count)
             return payload_class(payload.data)
 
@@ -96,28 +94,18 @@ def server() -> None:
 
 
 async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float,
-               state: dict) -> RunResult:
+               state: dict) -> bench.RunResult:
     from twisted.internet.defer import ensureDeferred, gatherResults
     from twisted.internet.task import deferLater
 
-    deadline = Deadline(budget)
+    deadline = bench.Deadline(budget)
     if spec.kind == "rr":
+        load = bench.RequestResponseLoad(count, deadline)
         request = payload_class(b"x" * spec.size)
-        counters = {"issued": 0, "got": 0, "nbytes": 0, "stop": False}
-
-        async def worker() -> None:
-            while counters["issued"] < count and not counters["stop"]:
-                counters["issued"] += 1
-                reply = await rs.request_response(request)
-                got = counters["got"] = counters["got"] + 1
-                counters["nbytes"] += len(reply.data)
-                if (got & 63) == 0 and deadline.passed():
-                    counters["stop"] = True
-
-        workers = [ensureDeferred(worker()) for _ in range(min(spec.inflight, count))]
+        workers = [ensureDeferred(load.worker(rs.request_response, request))
+                   for _ in range(min(spec.inflight, count))]
         await gatherResults(workers, consumeErrors=True)
-        got = counters["got"]
-        return RunResult(got, counters["nbytes"], deadline.elapsed(), got == count)
+        return load.result()
 
     if spec.kind == "stream":
         stream = rs.request_stream(payload_class(stream_request(count, spec.size)),
@@ -132,29 +120,13 @@ async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float
                 complete = items == count
                 stream.cancel()
                 break
-        return RunResult(items, nbytes, deadline.elapsed(), complete)
+        return bench.RunResult(items, nbytes, deadline.elapsed(), complete)
 
     if spec.kind == "fnf":
-        message = payload_class(b"x" * spec.size)
-        query = payload_class(COUNT_QUERY)
-        sent = 0
-        batch = 1000
-        while sent < count:
-            k = min(batch, count - sent)
-            last = None
-            for _ in range(k):
-                last = rs.fire_and_forget(message)
-            sent += k
-            await last  # fires when written
-            if deadline.passed():
-                break
-            await deferLater(reactor, 0, lambda: None)  # let the reactor flush
-        state["fnf_expected"] += sent
-        while True:
-            reply = await rs.request_response(query)
-            if int(reply.data) >= state["fnf_expected"]:
-                break
-        return RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+        # after each batch, a reactor turn lets the transport flush
+        return await bench.fire_and_forget_run(
+            rs.fire_and_forget, rs.request_response, payload_class,
+            spec, count, deadline, state, pause=lambda: deferLater(reactor, 0, lambda: None))
 
     raise ValueError(f"unknown workload kind {spec.kind!r}")
 

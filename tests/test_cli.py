@@ -19,6 +19,7 @@ from twisted.internet.protocol import ProcessProtocol
 from twisted.internet.testing import MemoryReactorClock
 from twisted.protocols.policies import WrappingFactory
 from twisted.python import usage
+from twisted_support import SERVER_OPTIONS_ARGV
 
 from rsocket_tx import cli
 from rsocket_tx.cli import (
@@ -181,23 +182,7 @@ def test_serve_defaults():
 
 
 def test_serve_options_build_the_same_settings_as_twistd():
-    argv = [
-        "--responder",
-        "rsocket_tx.demo:DemoResponder",
-        "--fragment-size",
-        "1024",
-        "--max-frame-size",
-        "65536",
-        "--max-reassembled-size",
-        "100000",
-        "--setup-timeout",
-        "5000",
-        "--min-keepalive-interval",
-        "10",
-        "--max-lifetime-limit",
-        "100000",
-        "--debug",
-    ]
+    argv = SERVER_OPTIONS_ARGV
     from_cli = parse_args(["serve", "tcp:7000", "tcp://127.0.0.1:7001", *argv]).settings
     options = Options()
     options.parseOptions(["--listen", "tcp:7000", "--listen", "tcp://127.0.0.1:7001", *argv])

@@ -99,34 +99,47 @@ def test_client_default_reactor():
     assert endpoint._reactor is global_reactor
 
 
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("foo://localhost:7878", "unsupported URI scheme 'foo'"),
-        ("http://localhost:80", "unsupported URI scheme 'http'"),
-        ("tcp://localhost", "missing port"),
-        ("tcp://localhost:", "missing port"),
-        ("tcp://:7878", "missing host"),
-        ("tcp://localhost:abc", "invalid port"),
-        ("tcp://localhost:70000", "invalid port"),
-        ("tcp://localhost:0", "port 0"),
-        ("tcp://localhost:7878/path", "unexpected path"),
-        ("tcp://localhost:7878?x=1", "unexpected query"),
-        ("tcp://localhost:7878#frag", "unexpected fragment"),
-        ("tcp://user@localhost:7878", "unexpected user information"),
-        ("tcp://[::1:7878", "invalid URI"),
-        ("", "empty client endpoint"),
-        ("   ", "empty client endpoint"),
-        ("localhost:7878", "Unknown endpoint type: 'localhost'"),
-        ("bogus:whatever", "Unknown endpoint type: 'bogus'"),
-        ("tcp:host=localhost", "missing 1 required positional argument: 'port'"),
-        ("tcp:localhost:abc", "expected an integer"),
-        ("tcp:localhost:7878:bogus=1", "unexpected keyword argument 'bogus'"),
-    ],
-)
-def test_client_errors(reactor, spec, message):
+#: (which endpoint, spec, part of the ValueError's message)
+ENDPOINT_ERRORS = [
+    ("client", "foo://localhost:7878", "unsupported URI scheme 'foo'"),
+    ("client", "http://localhost:80", "unsupported URI scheme 'http'"),
+    ("client", "tcp://localhost", "missing port"),
+    ("client", "tcp://localhost:", "missing port"),
+    ("client", "tcp://:7878", "missing host"),
+    ("client", "tcp://localhost:abc", "invalid port"),
+    ("client", "tcp://localhost:70000", "invalid port"),
+    ("client", "tcp://localhost:0", "port 0"),
+    ("client", "tcp://localhost:7878/path", "unexpected path"),
+    ("client", "tcp://localhost:7878?x=1", "unexpected query"),
+    ("client", "tcp://localhost:7878#frag", "unexpected fragment"),
+    ("client", "tcp://user@localhost:7878", "unexpected user information"),
+    ("client", "tcp://[::1:7878", "invalid URI"),
+    ("client", "", "empty client endpoint"),
+    ("client", "   ", "empty client endpoint"),
+    ("client", "localhost:7878", "Unknown endpoint type: 'localhost'"),
+    ("client", "bogus:whatever", "Unknown endpoint type: 'bogus'"),
+    ("client", "tcp:host=localhost", "missing 1 required positional argument: 'port'"),
+    ("client", "tcp:localhost:abc", "expected an integer"),
+    ("client", "tcp:localhost:7878:bogus=1", "unexpected keyword argument 'bogus'"),
+    ("server", "foo://0.0.0.0:7878", "unsupported URI scheme 'foo'"),
+    ("server", "tcp://0.0.0.0", "missing port"),
+    ("server", "tcp://", "missing port"),
+    ("server", "tcp://0.0.0.0:port", "invalid port"),
+    ("server", "tcp://0.0.0.0:-1", "invalid port"),
+    ("server", "tcp://0.0.0.0:7878/x", "unexpected path"),
+    ("server", "", "empty server endpoint"),
+    ("server", "bogus:1", "Unknown endpoint type: 'bogus'"),
+    ("server", "tcp:abc", "expected an integer"),
+    ("server", "tcp:", "expected an integer"),
+    ("server", "tcp:7878:bogus=1", "unexpected keyword argument 'bogus'"),
+]
+
+
+@pytest.mark.parametrize(("side", "spec", "message"), ENDPOINT_ERRORS)
+def test_endpoint_errors(reactor, side, spec, message):
+    make = {"client": client_endpoint, "server": server_endpoint}[side]
     with pytest.raises(ValueError) as info:
-        client_endpoint(reactor, spec)
+        make(reactor, spec)
     assert message in str(info.value)
 
 
@@ -189,28 +202,6 @@ def test_server_uri(reactor, uri, cls, port, interface):
 def test_server_endpoint_object_returned_as_is(reactor):
     endpoint = TCP4ServerEndpoint(reactor, 1)
     assert server_endpoint(reactor, endpoint) is endpoint
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("foo://0.0.0.0:7878", "unsupported URI scheme 'foo'"),
-        ("tcp://0.0.0.0", "missing port"),
-        ("tcp://", "missing port"),
-        ("tcp://0.0.0.0:port", "invalid port"),
-        ("tcp://0.0.0.0:-1", "invalid port"),
-        ("tcp://0.0.0.0:7878/x", "unexpected path"),
-        ("", "empty server endpoint"),
-        ("bogus:1", "Unknown endpoint type: 'bogus'"),
-        ("tcp:abc", "expected an integer"),
-        ("tcp:", "expected an integer"),
-        ("tcp:7878:bogus=1", "unexpected keyword argument 'bogus'"),
-    ],
-)
-def test_server_errors(reactor, spec, message):
-    with pytest.raises(ValueError) as info:
-        server_endpoint(reactor, spec)
-    assert message in str(info.value)
 
 
 def test_server_wrong_type(reactor):

@@ -23,9 +23,9 @@ import pytest
 import pytest_twisted
 from faultproxy import BOUNDARY, C2S, MID, S2C, CutPlan, FaultProxy, RandomCuts
 from twisted.internet import defer, reactor
-from twisted_support import wait
+from twisted_support import RecordingChannelResponder, wait
 
-from rsocket_tx import Payload, Responder, connect, serve
+from rsocket_tx import Payload, connect, serve
 from rsocket_tx.core import errors as E
 
 N = 10_000
@@ -35,12 +35,9 @@ SEEDS = [int(s) for s in os.environ.get("RSOCKET_TX_FAULT_SEED", "1,2").split(",
 RUN_TIMEOUT = 60
 
 
-class Recorder(Responder):
+class Recorder(RecordingChannelResponder):
     """A stream of N items b"0".."N-1" (data = b"N"); a channel echo recording its inbound
-    items; request-response and streams that never answer (``b"hang"``)."""
-
-    def __init__(self, log: list) -> None:
-        self.log = log
+    items in ``inbound``; request-response and streams that never answer (``b"hang"``)."""
 
     def request_response(self, payload):
         return defer.Deferred()  # never answers
@@ -49,13 +46,6 @@ class Recorder(Responder):
         if payload.data == b"hang":
             return defer.Deferred()  # the stream source never arrives
         return (Payload(b"%d" % i) for i in range(int(payload.data)))
-
-    async def request_channel(self, payload, inbound):
-        self.log.append(payload.data)
-        yield payload
-        async for item in inbound:
-            self.log.append(item.data)
-            yield item
 
 
 class Rig:

@@ -8,10 +8,9 @@ import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
+from twisted_support import server_protocol
 
-from rsocket_tx import Payload, Responder, RSocketServerFactory
+from rsocket_tx import Payload, Responder
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.connection import Role, RSocketConnection
 from rsocket_tx.core.events import ConnectionClosed
@@ -66,10 +65,7 @@ class Echo(Responder):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chunked)
 def test_protocol_never_raises_on_hostile_input(chunks):
-    clock = Clock()
-    proto = RSocketServerFactory(Echo, reactor=clock).buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(Echo)
     proto.dataReceived(SETUP)
     for chunk in chunks:
         proto.dataReceived(chunk)  # must not raise

@@ -17,9 +17,8 @@ from twisted.internet import error as internet_error
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
 from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, parse, wait, wire
+from twisted_support import EchoResponder, parse, server_protocol, wait, wire
 
 from rsocket_tx import (
     ConnectionCloseError,
@@ -151,11 +150,8 @@ def test_close_gracefully_checks_its_timeout():
 
 
 def test_a_transport_that_never_closes_is_aborted():
-    clock = Clock()
-    factory = RSocketServerFactory(Held, reactor=clock, drain_timeout=1_000)
-    proto = factory.buildProtocol(None)
-    transport = StringTransport()  # never calls connectionLost: a peer that does not read
-    proto.makeConnection(transport)
+    # a StringTransport never calls connectionLost: a peer that does not read
+    proto, transport, clock = server_protocol(Held, drain_timeout=1_000)
     proto.dataReceived(wire(make_setup(), RequestResponseFrame(stream_id=1, data=b"q")))
     proto.close_gracefully()
     clock.advance(1.0)
@@ -202,11 +198,7 @@ def test_the_peers_connection_close_is_honoured():
 
 
 def test_the_peers_connection_close_drain_timeout():
-    clock = Clock()
-    factory = RSocketServerFactory(EchoResponder, reactor=clock, drain_timeout=500)
-    proto = factory.buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(EchoResponder, drain_timeout=500)
     proto.dataReceived(wire(make_setup(),
                             RequestStreamFrame(stream_id=1, initial_request_n=1, data=b"3"),
                             ErrorFrame(stream_id=0, error_code=CONNECTION_CLOSE, data=b"bye")))

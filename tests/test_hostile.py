@@ -72,6 +72,17 @@ async def still_serving(harness, port, good, pending) -> None:
     assert await wait(other.request_response(Payload(b"new"))) == Payload(b"new")
 
 
+async def dropped_alone(harness, data: bytes, codes) -> ErrorFrame:
+    """A raw client sends ``data``: the server drops it with one stream-0 ERROR whose code is
+    in ``codes`` (returned), while another client's in-flight and new requests succeed."""
+    port, good, raw = await setup(harness)
+    raw.send(data)
+    pending = good.request_response(Payload(b"during"))
+    error = await connection_error(raw, codes)
+    await still_serving(harness, port, good, pending)
+    return error
+
+
 @pytest.mark.parametrize("garbage", [
     b"\x00\x00\x04\xde\xad\xbe\xef",  # a frame shorter than the frame header
     b"\x00\x00\x06\xff\xff\xff\xff\x04\x00",  # the reserved bit of the stream id set
@@ -79,42 +90,29 @@ async def still_serving(harness, port, good, pending) -> None:
 ], ids=["short-frame", "reserved-bit", "http"])
 @aio
 async def test_garbage_before_setup(harness, garbage):
-    port, good, raw = await setup(harness)
-    raw.send(garbage)
-    pending = good.request_response(Payload(b"during"))
-    await connection_error(raw, {CONNECTION_ERROR, INVALID_SETUP})
-    await still_serving(harness, port, good, pending)
+    await dropped_alone(harness, garbage, {CONNECTION_ERROR, INVALID_SETUP})
 
 
 @aio
 async def test_garbage_after_setup_is_a_connection_error(harness):
-    port, good, raw = await setup(harness)
-    raw.send(wire(make_setup()) + b"\x00\x00\x04\xde\xad\xbe\xef")
-    pending = good.request_response(Payload(b"during"))
-    await connection_error(raw, {CONNECTION_ERROR})
-    await still_serving(harness, port, good, pending)
+    await dropped_alone(harness, wire(make_setup()) + b"\x00\x00\x04\xde\xad\xbe\xef",
+                        {CONNECTION_ERROR})
 
 
 @aio
 async def test_request_before_setup_is_invalid_setup(harness):
-    port, good, raw = await setup(harness)
-    raw.send(wire(RequestResponseFrame(stream_id=1, data=b"hello")))
-    pending = good.request_response(Payload(b"during"))
-    error = await connection_error(raw, {INVALID_SETUP})
+    error = await dropped_alone(harness, wire(RequestResponseFrame(stream_id=1, data=b"hello")),
+                                {INVALID_SETUP})
     assert b"SETUP" in error.data
-    await still_serving(harness, port, good, pending)
 
 
 @pytest.mark.parametrize("after_setup", [False, True])
 @aio
 async def test_length_prefix_over_max_frame_size(harness, after_setup):
-    port, good, raw = await setup(harness)
     first = wire(make_setup()) if after_setup else b""
     # only the prefix and a little of the body: the server must not wait for the rest
-    raw.send(first + (MAX_FRAME + 1).to_bytes(3, "big") + header(1, FrameType.REQUEST_FNF))
-    pending = good.request_response(Payload(b"during"))
-    await connection_error(raw, {CONNECTION_ERROR})
-    await still_serving(harness, port, good, pending)
+    too_long = (MAX_FRAME + 1).to_bytes(3, "big") + header(1, FrameType.REQUEST_FNF)
+    await dropped_alone(harness, first + too_long, {CONNECTION_ERROR})
 
 
 @aio
@@ -175,11 +173,8 @@ async def test_endless_channel_payload_fragments_fail_only_that_stream(harness):
 
 @aio
 async def test_unknown_frame_type_without_ignore_flag(harness):
-    port, good, raw = await setup(harness)
-    raw.send(wire(make_setup()) + prefixed(header(0, 0x30) + b"????"))
-    pending = good.request_response(Payload(b"during"))
-    await connection_error(raw, {CONNECTION_ERROR})
-    await still_serving(harness, port, good, pending)
+    await dropped_alone(harness, wire(make_setup()) + prefixed(header(0, 0x30) + b"????"),
+                        {CONNECTION_ERROR})
 
 
 @aio

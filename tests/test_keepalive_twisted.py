@@ -7,7 +7,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, parse, wire
+from twisted_support import EchoResponder, parse, server_protocol, wire
 
 from rsocket_tx import (
     ConnectionLostError,
@@ -140,12 +140,8 @@ def test_silent_client_is_dropped_by_the_server_at_max_lifetime():
 
 
 def server_on_string_transport(setup_timeout=None):
-    clock = Clock()
     kw = {} if setup_timeout is None else {"setup_timeout": setup_timeout}
-    proto = RSocketServerFactory(EchoResponder, reactor=clock, **kw).buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
-    return proto, transport, clock
+    return server_protocol(EchoResponder, **kw)
 
 
 def test_server_answers_keepalive_echoing_its_data():

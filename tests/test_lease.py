@@ -13,9 +13,8 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
 from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, Harness, parse, wait, wire
+from twisted_support import EchoResponder, Harness, parse, server_protocol, wait, wire
 
 from rsocket_tx import (
     FixedRateLeasePolicy,
@@ -301,12 +300,8 @@ def test_when_available_can_be_cancelled():
 def server_on_string_transport(policy, responder=None):
     """A server protocol on a StringTransport: frames fed by hand, as a client that does not
     honour leases would send them."""
-    clock = Clock()
     served = Counting() if responder is None else responder
-    proto = RSocketServerFactory(lambda: served, reactor=clock,
-                                 lease_policy=policy).buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(lambda: served, lease_policy=policy)
     return proto, transport, clock, served
 
 

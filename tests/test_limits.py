@@ -16,7 +16,7 @@ from twisted.internet.testing import StringTransport
 from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.python.failure import Failure
 from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, parse, wait, wire
+from twisted_support import EchoResponder, parse, server_protocol, wait, wire
 
 from rsocket_tx import (
     ConnectionLostError,
@@ -99,10 +99,7 @@ class PausingTransport(StringTransport):
 
 def server_on_string_transport(responder=EchoResponder, transport=None, **settings):
     """A server protocol on a StringTransport, SETUP received; returns (proto, transport)."""
-    factory = RSocketServerFactory(responder, reactor=Clock(), **settings)
-    proto = factory.buildProtocol(None)
-    transport = transport or StringTransport()
-    proto.makeConnection(transport)
+    proto, transport, _ = server_protocol(responder, transport=transport, **settings)
     proto.dataReceived(wire(make_setup()))
     return proto, transport
 
@@ -337,11 +334,7 @@ def test_an_answer_past_max_reassembled_size_fails_the_request_with_payload_too_
 
 
 def test_setup_timeout_closes_a_silent_connection():
-    clock = Clock()
-    factory = RSocketServerFactory(EchoResponder, reactor=clock, setup_timeout=2000)
-    proto = factory.buildProtocol(None)
-    transport = StringTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(EchoResponder, setup_timeout=2000)
     clock.advance(1.999)
     assert not transport.disconnecting
     clock.advance(0.001)

@@ -11,7 +11,7 @@ from twisted.internet.interfaces import IHalfCloseableDescriptor, ITCPTransport
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
-from twisted_support import parse, wait, wire
+from twisted_support import parse, server_protocol, wait, wire
 from zope.interface import implementer
 
 from rsocket_tx import (
@@ -20,7 +20,6 @@ from rsocket_tx import (
     RejectedSetupError,
     Responder,
     RSocketClientFactory,
-    RSocketServerFactory,
 )
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.frames import (
@@ -58,11 +57,7 @@ def take(transport: StringTransport) -> list:
 
 
 def server(responder_factory, **kw):
-    clock = Clock()
-    proto = RSocketServerFactory(responder_factory, reactor=clock, **kw).buildProtocol(None)
-    transport = CountingTransport()
-    proto.makeConnection(transport)
-    return proto, transport, clock
+    return server_protocol(responder_factory, transport=CountingTransport(), **kw)
 
 
 def client(responder=None, **kw):
@@ -503,10 +498,7 @@ class TCPTransport(StringTransport):
 
 
 def test_tcp_close_after_an_error_half_closes_reads_on_then_aborts():
-    clock = Clock()
-    proto = RSocketServerFactory(Responder, reactor=clock).buildProtocol(None)
-    transport = TCPTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(Responder, transport=TCPTransport())
     proto.dataReceived(b"\x00\x00\x06\x00\x00\x00\x00\xfc\x00")  # a frame of unknown type 0x3F
     [error] = parse(transport.value())
     assert (error.stream_id, error.error_code) == (0, 0x101)  # ERROR[CONNECTION_ERROR]
@@ -520,10 +512,7 @@ def test_tcp_close_after_an_error_half_closes_reads_on_then_aborts():
 
 
 def test_tcp_close_is_done_when_the_peer_closes_its_side():
-    clock = Clock()
-    proto = RSocketServerFactory(Responder, reactor=clock).buildProtocol(None)
-    transport = TCPTransport()
-    proto.makeConnection(transport)
+    proto, transport, clock = server_protocol(Responder, transport=TCPTransport())
     proto.dataReceived(b"\x00\x00\x06\x00\x00\x00\x00\xfc\x00")
     assert transport.write_closed
     proto.connectionLost(Failure(ConnectionDone()))

@@ -151,8 +151,12 @@ def counting_source(pulled: list, closed: Deferred, n: int = 1_000_000):
     return gen()
 
 
-@aio
-async def test_prefetch_respected(harness):
+async def counting_stream(harness, prefetch: int):
+    """Request a stream from a responder serving :func:`counting_source`.
+
+    Returns ``(rs, stream, pulled, closed)``: the requester, the stream, the list of items the
+    source has produced so far and the Deferred fired (with that count) when the source closes.
+    """
     pulled: list = []
     closed = Deferred()
 
@@ -161,7 +165,12 @@ async def test_prefetch_respected(harness):
             return counting_source(pulled, closed)
 
     rs = await harness.connect(await harness.serve(R))
-    stream = rs.request_stream(Payload(b""), prefetch=4)
+    return rs, rs.request_stream(Payload(b""), prefetch=prefetch), pulled, closed
+
+
+@aio
+async def test_prefetch_respected(harness):
+    rs, stream, pulled, closed = await counting_stream(harness, prefetch=4)
     k = 10
     got = []
     async for item in stream:
@@ -184,15 +193,7 @@ async def test_prefetch_respected(harness):
 
 @aio
 async def test_stream_cancel_closes_sync_source(harness):
-    pulled: list = []
-    closed = Deferred()
-
-    class R(EchoResponder):
-        def request_stream(self, payload):
-            return counting_source(pulled, closed)
-
-    rs = await harness.connect(await harness.serve(R))
-    stream = rs.request_stream(Payload(b""), prefetch=8)
+    rs, stream, _pulled, closed = await counting_stream(harness, prefetch=8)
     got = 0
     async for _ in stream:
         got += 1
@@ -890,16 +891,7 @@ async def test_lost_connection_fails_everything_outstanding(harness):
 
 @aio
 async def test_client_disconnect_stops_server_sources(harness):
-    closed = Deferred()
-    pulled: list = []
-
-    class R(EchoResponder):
-        def request_stream(self, payload):
-            return counting_source(pulled, closed)
-
-    port = await harness.serve(R)
-    rs = await harness.connect(port)
-    stream = rs.request_stream(Payload(b""), prefetch=2)
+    rs, stream, _pulled, closed = await counting_stream(harness, prefetch=2)
     assert (await wait(stream.__anext__())).data == b"0"
     rs._protocol.transport.abortConnection()
     assert await wait(closed) <= 2 + 2

@@ -17,10 +17,10 @@ from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.internet.task import Clock
 from twisted.test import iosim
-from twisted_support import EchoResponder, wait, wire
+from twisted_support import EchoResponder, RecordingChannelResponder, wait, wire
 from zope.interface import implementer
 
-from rsocket_tx import Payload, Responder, connect
+from rsocket_tx import Payload, connect
 from rsocket_tx.core import errors as E
 from rsocket_tx.core import frames as F
 from rsocket_tx.protocol import RSocketServerFactory
@@ -31,12 +31,12 @@ LIFETIME = 5000  # ms
 TOKEN = b"0123456789abcdef"
 
 
-class Items(Responder):
+class Items(RecordingChannelResponder):
     """A stream of N items b"0".."N-1" (data = b"N"); a channel echo that records what came
     in; request-response echo; fire-and-forget recorded."""
 
     def __init__(self) -> None:
-        self.inbound: list[bytes] = []
+        super().__init__()
         self.fnf: list[bytes] = []
         self.streams_ended: list[str] = []
 
@@ -53,13 +53,6 @@ class Items(Responder):
                 yield Payload(b"%d" % i)
         finally:
             self.streams_ended.append("stream")
-
-    async def request_channel(self, payload, inbound):
-        self.inbound.append(payload.data)
-        yield payload
-        async for item in inbound:
-            self.inbound.append(item.data)
-            yield item
 
 
 @implementer(IStreamClientEndpoint)

@@ -18,6 +18,7 @@ from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.plugin import getPlugins
 from twisted.python import usage
+from twisted_support import SERVER_OPTIONS_ARGV
 
 from rsocket_tx import protocol
 from rsocket_tx.core import frames
@@ -68,57 +69,56 @@ class NotAResponder:
 # -- options -----------------------------------------------------------------------------------
 
 
-def test_defaults():
-    settings = parse()["settings"]
-    assert settings == ServerSettings(responder_factory=DemoResponder)
-    assert settings.listen == ("tcp:7878",)
-    assert settings.responder_factory is DemoResponder
-    assert settings.fragment_size is None
-    assert settings.max_frame_size == 16_777_215
-    assert settings.max_reassembled_size == 67_108_864
-    assert settings.setup_timeout == 30_000
-    assert settings.min_keepalive_interval == 0
-    assert settings.max_lifetime_limit == 0
-    assert settings.debug is False
+#: the settings of no options at all (``type(value)`` is checked too, so ``None`` and the
+#: booleans and the responder class are checked by identity)
+DEFAULT_FIELDS = {
+    "listen": ("tcp:7878",),
+    "responder_factory": DemoResponder,
+    "fragment_size": None,
+    "max_frame_size": 16_777_215,
+    "max_reassembled_size": 67_108_864,
+    "setup_timeout": 30_000,
+    "min_keepalive_interval": 0,
+    "max_lifetime_limit": 0,
+    "debug": False,
+}
+#: every option given, --listen in all three spellings
+ALL_OPTIONS_ARGV = (
+    "--listen",
+    "tcp:7878",
+    "-l",
+    "tcp://[::1]:7879",
+    "--listen=tcp:port=7880:interface=127.0.0.1",
+    *SERVER_OPTIONS_ARGV,
+)
+ALL_OPTIONS_FIELDS = {
+    "listen": ("tcp:7878", "tcp://[::1]:7879", "tcp:port=7880:interface=127.0.0.1"),
+    "responder": "rsocket_tx.demo:DemoResponder",
+    "responder_factory": DemoResponder,
+    "fragment_size": 1024,
+    "max_frame_size": 65536,
+    "max_reassembled_size": 1_000_000,
+    "setup_timeout": 5000,
+    "min_keepalive_interval": 100,
+    "max_lifetime_limit": 600_000,
+    "debug": True,
+}
 
 
-def test_all_options():
-    settings = parse(
-        "--listen",
-        "tcp:7878",
-        "-l",
-        "tcp://[::1]:7879",
-        "--listen=tcp:port=7880:interface=127.0.0.1",
-        "--responder",
-        "rsocket_tx.demo:DemoResponder",
-        "--fragment-size",
-        "1024",
-        "--max-frame-size",
-        "65536",
-        "--max-reassembled-size",
-        "1_000_000",
-        "--setup-timeout",
-        "5000",
-        "--min-keepalive-interval",
-        "100",
-        "--max-lifetime-limit",
-        "600000",
-        "--debug",
-    )["settings"]
-    assert settings.listen == (
-        "tcp:7878",
-        "tcp://[::1]:7879",
-        "tcp:port=7880:interface=127.0.0.1",
-    )
-    assert settings.responder == "rsocket_tx.demo:DemoResponder"
-    assert settings.responder_factory is DemoResponder
-    assert settings.fragment_size == 1024
-    assert settings.max_frame_size == 65536
-    assert settings.max_reassembled_size == 1_000_000
-    assert settings.setup_timeout == 5000
-    assert settings.min_keepalive_interval == 100
-    assert settings.max_lifetime_limit == 600_000
-    assert settings.debug is True
+def test_defaults_are_the_server_settings_defaults():
+    assert parse()["settings"] == ServerSettings(responder_factory=DemoResponder)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [((), DEFAULT_FIELDS), (ALL_OPTIONS_ARGV, ALL_OPTIONS_FIELDS)],
+    ids=["defaults", "all-options"],
+)
+def test_options_build_settings(argv, expected):
+    settings = parse(*argv)["settings"]
+    for name, value in expected.items():
+        actual = getattr(settings, name)
+        assert actual == value and type(actual) is type(value), name
 
 
 def test_fragment_minimum_is_accepted():

@@ -6,13 +6,36 @@ from __future__ import annotations
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
 
 from rsocket_tx import Payload, Responder, connect, serve
 from rsocket_tx.core.frames import decode, encode
 from rsocket_tx.core.framing import FrameReader, frame_with_length
+from rsocket_tx.protocol import RSocketServerFactory
 
 #: Upper bound for anything a test waits on, so a bug shows up as a failure, not a hang.
 WAIT = 10
+
+#: Every server option but ``--listen``, each with a value other than its default (for the
+#: tests of the twistd plugin's options and of ``rsocket-tx serve``, which must agree).
+SERVER_OPTIONS_ARGV = (
+    "--responder",
+    "rsocket_tx.demo:DemoResponder",
+    "--fragment-size",
+    "1024",
+    "--max-frame-size",
+    "65536",
+    "--max-reassembled-size",
+    "1_000_000",
+    "--setup-timeout",
+    "5000",
+    "--min-keepalive-interval",
+    "100",
+    "--max-lifetime-limit",
+    "600000",
+    "--debug",
+)
 
 
 def wait(d, timeout: float = WAIT) -> defer.Deferred:
@@ -32,6 +55,17 @@ def parse(data: bytes) -> list:
     return [decode(f) for f in FrameReader().feed(data)]
 
 
+def server_protocol(responder_factory, *, transport=None, clock=None, **settings):
+    """A server protocol of ``RSocketServerFactory(responder_factory, **settings)`` connected
+    to ``transport`` (a new StringTransport unless given), its reactor ``clock`` (a new Clock
+    unless given); nothing received yet. Returns ``(proto, transport, clock)``."""
+    clock = Clock() if clock is None else clock
+    transport = StringTransport() if transport is None else transport
+    proto = RSocketServerFactory(responder_factory, reactor=clock, **settings).buildProtocol(None)
+    proto.makeConnection(transport)
+    return proto, transport, clock
+
+
 class EchoResponder(Responder):
     """Echoes request-response; a stream of N items for data b"N"; echoes a channel."""
 
@@ -45,6 +79,21 @@ class EchoResponder(Responder):
     async def request_channel(self, payload, inbound):
         yield payload
         async for item in inbound:
+            yield item
+
+
+class RecordingChannelResponder(Responder):
+    """A channel echo that records the data of what comes in (the request's, then every
+    inbound item's) in ``inbound`` (a list of its own unless one is given)."""
+
+    def __init__(self, inbound: list | None = None) -> None:
+        self.inbound: list[bytes] = [] if inbound is None else inbound
+
+    async def request_channel(self, payload, inbound):
+        self.inbound.append(payload.data)
+        yield payload
+        async for item in inbound:
+            self.inbound.append(item.data)
             yield item
 
 

@@ -50,6 +50,17 @@ def _fragmenting_pair(**server_config) -> Pair:
                 server_config={"fragment_size": FRAG, **server_config})
 
 
+def _fragmenting_stream(direction: str, n: int, **config):
+    """A request-stream with ``n`` credits, opened in ``direction`` on a pair that fragments at
+    FRAG both ways (``config`` goes to both sides too); returns (pair, rq, rs, sid)."""
+    pair = Pair(client_config={"fragment_size": FRAG, **config},
+                server_config={"fragment_size": FRAG, **config})
+    rq, rs = roles(pair, direction)
+    sid = rq.request_stream(Payload(b"s"), n)
+    pair.deliver(rq)
+    return pair, rq, rs, sid
+
+
 def _request(conn, kind: FrameType, payload: Payload, n: int = 3) -> int:
     if kind == FrameType.REQUEST_RESPONSE:
         return conn.request_response(payload)
@@ -137,10 +148,7 @@ def test_fragmented_request_is_request_with_f_then_payloads(kind: FrameType) -> 
 
 @directions
 def test_fragmented_payload_metadata_before_data(direction: str) -> None:
-    pair = _fragmenting_pair()
-    rq, rs = roles(pair, direction)
-    sid = rq.request_stream(Payload(b"s"), 2)
-    pair.deliver(rq)
+    pair, rq, rs, sid = _fragmenting_stream(direction, 2)
     data, metadata = _blob(400), _blob(170, 9)
     rs.send_payload(sid, Payload(data, metadata), complete=True)
     frames = decode_all(rs.data_to_send())
@@ -157,10 +165,7 @@ def test_fragmented_payload_metadata_before_data(direction: str) -> None:
 @directions
 def test_fragmented_payload_uses_one_credit(direction: str) -> None:
     # "a fragmented PAYLOAD frame counts as a single request(n) credit"
-    pair = _fragmenting_pair()
-    rq, rs = roles(pair, direction)
-    sid = rq.request_stream(Payload(b"s"), 1)
-    pair.deliver(rq)
+    pair, rq, rs, sid = _fragmenting_stream(direction, 1)
     rs.send_payload(sid, Payload(_blob(1000)))
     assert rs.credit(sid) == 0
     assert len(split_frames(out := rs.data_to_send())) > 1
@@ -262,6 +267,17 @@ def test_cancel_during_inbound_request_fragments_drops_it(kind: FrameType) -> No
     assert events == [RequestReceived(3, FrameType.REQUEST_FNF, Payload(b"fresh"), 0, False)]
 
 
+def _fragment_cancel_payload(conn, sid: int) -> list:
+    """Feed ``conn``, byte by byte, a first PAYLOAD fragment (b"AAAA", FOLLOWS), a CANCEL and a
+    whole PAYLOAD (b"BBBB") on ``sid``; return the events."""
+    frames = [
+        F.PayloadFrame(stream_id=sid, data=b"AAAA", follows=True, next=True),
+        F.CancelFrame(stream_id=sid),
+        F.PayloadFrame(stream_id=sid, data=b"BBBB", next=True),
+    ]
+    return feed_bytewise(conn, b"".join(wire(f) for f in frames))
+
+
 @pytest.mark.parametrize("kind", ["stream", "channel"])
 def test_cancel_during_inbound_payload_fragments_drops_them(kind: str) -> None:
     # "If the sender (Requester or Responder) wants to cancel sending a fragmented sequence,
@@ -274,12 +290,7 @@ def test_cancel_during_inbound_payload_fragments_drops_them(kind: str) -> None:
     else:
         sid = pair.client.request_channel(Payload(b"c"), 5)
     pair.to_server()
-    frames = [
-        F.PayloadFrame(stream_id=sid, data=b"AAAA", follows=True, next=True),
-        F.CancelFrame(stream_id=sid),
-        F.PayloadFrame(stream_id=sid, data=b"BBBB", next=True),
-    ]
-    events = feed_bytewise(pair.client, b"".join(wire(f) for f in frames))
+    events = _fragment_cancel_payload(pair.client, sid)
     delivered = [e.payload for e in events if isinstance(e, PayloadReceived) and e.payload]
     assert all(b"AAAA" not in p.data for p in delivered), events
 
@@ -290,12 +301,7 @@ def test_cancel_during_inbound_channel_payload_fragments_from_requester() -> Non
     pair.to_server()
     pair.server.send_request_n(sid, 5)
     pair.to_client()
-    frames = [
-        F.PayloadFrame(stream_id=sid, data=b"AAAA", follows=True, next=True),
-        F.CancelFrame(stream_id=sid),
-        F.PayloadFrame(stream_id=sid, data=b"BBBB", next=True),
-    ]
-    events = feed_bytewise(pair.server, b"".join(wire(f) for f in frames))
+    events = _fragment_cancel_payload(pair.server, sid)
     assert events == [CancelReceived(sid)]
     assert not pair.server.has_stream(sid)
 
@@ -342,11 +348,7 @@ def test_oversized_request_first_fragment_alone_over_limit() -> None:
 
 @directions
 def test_oversized_payload_cancels_and_errors_the_stream(direction: str) -> None:
-    pair = Pair(client_config={"fragment_size": FRAG, "max_reassembled_size": 200},
-                server_config={"fragment_size": FRAG, "max_reassembled_size": 200})
-    rq, rs = roles(pair, direction)
-    sid = rq.request_stream(Payload(b"s"), 5)
-    pair.deliver(rq)
+    pair, rq, rs, sid = _fragmenting_stream(direction, 5, max_reassembled_size=200)
     rs.send_payload(sid, Payload(_blob(80)))
     rs.send_payload(sid, Payload(_blob(150), _blob(100)))
     rs.send_payload(sid, Payload(_blob(20)))

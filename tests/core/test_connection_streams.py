@@ -35,23 +35,86 @@ from .conn_helpers import DIRECTIONS, MAX_U31, Pair, decode_all, roles, sent, wi
 directions = pytest.mark.parametrize("direction", DIRECTIONS)
 
 
-def _open(pair: Pair, direction: str, kind: str, n: int = 1, payload: Payload | None = None,
-          complete: bool = False):
-    """Open a stream from the requester; return (rq, rs, sid, responder's events)."""
+_REQUEST_TYPES = {"response": FrameType.REQUEST_RESPONSE, "stream": FrameType.REQUEST_STREAM,
+                  "channel": FrameType.REQUEST_CHANNEL}
+
+
+def _open(direction: str, kind: str, n: int = 1, complete: bool = False):
+    """Open a stream from the requester of a new :class:`Pair`; return (pair, rq, rs, sid).
+
+    Checks that the responder saw exactly the request (request n 0 for request-response).
+    """
+    pair = Pair()
     rq, rs = roles(pair, direction)
-    payload = payload or Payload(b"req", b"req-meta")
+    payload = Payload(b"req", b"req-meta")
     if kind == "response":
         sid = rq.request_response(payload)
+        n = 0
     elif kind == "stream":
         sid = rq.request_stream(payload, n)
     else:
         sid = rq.request_channel(payload, n, complete=complete)
-    events = pair.deliver(rq)
-    return rq, rs, sid, events
+    assert pair.deliver(rq) == [RequestReceived(sid, _REQUEST_TYPES[kind], payload, n, complete)]
+    return pair, rq, rs, sid
 
 
 def _gone(pair: Pair, sid: int) -> bool:
     return not pair.client.has_stream(sid) and not pair.server.has_stream(sid)
+
+
+def _refuses_payload(conn, sid: int, *, quiet: bool = False) -> None:
+    """``send_payload`` on ``sid`` raises :class:`LocalProtocolError`; with ``quiet``, ``conn``
+    also has nothing to send afterwards."""
+    with pytest.raises(LocalProtocolError):
+        conn.send_payload(sid, Payload(b"refused"))
+    if quiet:
+        assert conn.data_to_send() == b""
+
+
+def _grant(pair: Pair, rs, sid: int, n: int) -> None:
+    """The responder grants ``n`` credits and the requester receives exactly that REQUEST_N."""
+    rs.send_request_n(sid, n)
+    assert pair.deliver(rs) == [RequestNReceived(sid, n)]
+
+
+def _assert_errored(events, sid: int, before: list, error_type: type, message: str) -> None:
+    """``events`` are ``before`` then one :class:`StreamErrored` carrying exactly that error."""
+    *head, last = events
+    assert head == before
+    assert isinstance(last, StreamErrored) and last.stream_id == sid
+    assert type(last.error) is error_type and last.error.message == message
+
+
+def _error_ends_both(pair: Pair, sender, sid: int, last: bytes, error) -> None:
+    """``sender`` sends a PAYLOAD ``last`` then ``error``: the stream ends on its side at once;
+    the peer gets that PAYLOAD then exactly that error, and the stream is gone on both sides,
+    the peer unable to send on it."""
+    sender.send_payload(sid, Payload(last))
+    sender.send_error(sid, error)
+    assert not sender.has_stream(sid)
+    _assert_errored(pair.deliver(sender), sid, [PayloadReceived(sid, Payload(last), False)],
+                    type(error), error.message)
+    assert _gone(pair, sid)
+    _refuses_payload(pair.other(sender), sid, quiet=True)
+
+
+def _responder_ends_with(pair: Pair, rs, sid: int, first: bytes, last: bytes) -> None:
+    """The responder sends PAYLOAD ``first``, then ``last`` with COMPLETE: the requester gets
+    both, the second complete, and the stream is gone on both sides."""
+    rs.send_payload(sid, Payload(first))
+    rs.send_payload(sid, Payload(last), complete=True)
+    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(first), False),
+                                PayloadReceived(sid, Payload(last), True)]
+    assert _gone(pair, sid)
+
+
+def _responder_sends_r1_then_completes(pair: Pair, rs, sid: int) -> None:
+    """The responder's outbound half still works: one PAYLOAD, then COMPLETE ends the stream."""
+    rs.send_payload(sid, Payload(b"r1"))
+    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"r1"), False)]
+    rs.send_complete(sid)
+    assert pair.deliver(rs) == [PayloadReceived(sid, None, True)]
+    assert _gone(pair, sid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,24 +122,16 @@ def _gone(pair: Pair, sid: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_client_stream_ids_are_odd_from_1() -> None:
+@pytest.mark.parametrize(("side", "expected"), [("client", [1, 3, 5, 7]),
+                                                ("server", [2, 4, 6, 8])])
+def test_stream_ids_odd_on_client_even_on_server(side: str, expected: list[int]) -> None:
     # "Stream IDs on the client MUST start at 1 and increment by 2 sequentially"
-    pair = Pair()
-    c = pair.client
-    ids = [c.request_response(Payload()), c.fire_and_forget(Payload()),
-           c.request_stream(Payload(), 1), c.request_channel(Payload(), 1)]
-    assert ids == [1, 3, 5, 7]
-    assert [f.stream_id for f in sent(c)] == [1, 3, 5, 7]
-
-
-def test_server_stream_ids_are_even_from_2() -> None:
     # "Stream IDs on the server MUST start at 2 and increment by 2 sequentially"
-    pair = Pair()
-    s = pair.server
-    ids = [s.request_response(Payload()), s.fire_and_forget(Payload()),
-           s.request_stream(Payload(), 1), s.request_channel(Payload(), 1)]
-    assert ids == [2, 4, 6, 8]
-    assert [f.stream_id for f in sent(s)] == [2, 4, 6, 8]
+    conn = getattr(Pair(), side)
+    ids = [conn.request_response(Payload()), conn.fire_and_forget(Payload()),
+           conn.request_stream(Payload(), 1), conn.request_channel(Payload(), 1)]
+    assert ids == expected
+    assert [f.stream_id for f in sent(conn)] == expected
 
 
 @pytest.mark.parametrize(("side", "last_id"), [("client", MAX_U31), ("server", MAX_U31 - 1)])
@@ -106,10 +161,7 @@ def test_stream_ids_exhausted(side: str, last_id: int) -> None:
 
 @directions
 def test_request_response(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, events = _open(pair, direction, "response")
-    assert events == [RequestReceived(sid, FrameType.REQUEST_RESPONSE,
-                                      Payload(b"req", b"req-meta"), 0, False)]
+    pair, rq, rs, sid = _open(direction, "response")
     rs.send_payload(sid, Payload(b"answer", b"am"))
     out = rs.data_to_send()
     (frame,) = decode_all(out)
@@ -120,9 +172,7 @@ def test_request_response(direction: str) -> None:
     # "Upon sending a response, the stream is terminated on the Responder." and on the
     # requester upon receiving the COMPLETE
     assert _gone(pair, sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"twice"))
-    assert rs.data_to_send() == b""
+    _refuses_payload(rs, sid, quiet=True)
 
 
 @directions
@@ -130,30 +180,26 @@ def test_request_response(direction: str) -> None:
                                    CanceledError("stop"), InvalidError("bad")],
                          ids=lambda e: type(e).__name__)
 def test_request_response_error(direction: str, error) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "response")
+    pair, rq, rs, sid = _open(direction, "response")
     rs.send_error(sid, error)
-    events = pair.deliver(rs)
-    assert len(events) == 1 and isinstance(events[0], StreamErrored)
-    assert events[0].stream_id == sid
-    assert type(events[0].error) is type(error)
-    assert events[0].error.message == error.message
+    _assert_errored(pair.deliver(rs), sid, [], type(error), error.message)
     assert _gone(pair, sid)
 
 
 @directions
-def test_request_response_cancel(direction: str) -> None:
+@pytest.mark.parametrize("kind", ["response", "stream"])
+def test_cancel_from_requester(direction: str, kind: str) -> None:
     # "Upon receiving a CANCEL, the stream is terminated on the Responder and the response
     # SHOULD not be sent.  Upon sending a CANCEL, the stream is terminated on the Requester."
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "response")
+    pair, rq, rs, sid = _open(direction, kind, n=10)
+    if kind == "stream":  # a stream is cancelled after some of it has arrived
+        rs.send_payload(sid, Payload(b"0"))
+        assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"0"), False)]
     rq.send_cancel(sid)
     assert not rq.has_stream(sid)
     assert pair.deliver(rq) == [CancelReceived(sid)]
     assert not rs.has_stream(sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"late"))
-    assert rs.data_to_send() == b""
+    _refuses_payload(rs, sid, quiet=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,58 +242,28 @@ def test_metadata_push(direction: str) -> None:
 def test_request_stream_with_flow_control(direction: str) -> None:
     # §Flow Control example: REQUEST_STREAM (REQUEST_N=3), 3 PAYLOADs, wait, REQUEST_N (N=3),
     # PAYLOAD, PAYLOAD with COMPLETE
-    pair = Pair()
-    rq, rs, sid, events = _open(pair, direction, "stream", n=3)
-    assert events == [RequestReceived(sid, FrameType.REQUEST_STREAM,
-                                      Payload(b"req", b"req-meta"), 3, False)]
+    pair, rq, rs, sid = _open(direction, "stream", n=3)
     assert rs.credit(sid) == 3
     for i in range(3):
         rs.send_payload(sid, Payload(b"%d" % i))
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"too many"))
+    _refuses_payload(rs, sid)
     events = pair.deliver(rs)
     assert events == [PayloadReceived(sid, Payload(b"%d" % i), False) for i in range(3)]
     rq.send_request_n(sid, 3)
     assert pair.deliver(rq) == [RequestNReceived(sid, 3)]
     assert rs.credit(sid) == 3
-    rs.send_payload(sid, Payload(b"3"))
-    rs.send_payload(sid, Payload(b"4"), complete=True)
-    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"3"), False),
-                                PayloadReceived(sid, Payload(b"4"), True)]
-    assert _gone(pair, sid)
-
-
-@directions
-def test_request_stream_cancel(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=10)
-    rs.send_payload(sid, Payload(b"0"))
-    pair.deliver(rs)
-    rq.send_cancel(sid)
-    assert not rq.has_stream(sid)
-    assert pair.deliver(rq) == [CancelReceived(sid)]
-    assert not rs.has_stream(sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"1"))
+    _responder_ends_with(pair, rs, sid, b"3", b"4")
 
 
 @directions
 def test_request_stream_error_from_responder(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=10)
-    rs.send_payload(sid, Payload(b"0"))
-    rs.send_error(sid, ApplicationError("disk on fire"))
-    events = pair.deliver(rs)
-    assert events[0] == PayloadReceived(sid, Payload(b"0"), False)
-    assert isinstance(events[1], StreamErrored) and isinstance(events[1].error, ApplicationError)
-    assert events[1].error.message == "disk on fire"
-    assert _gone(pair, sid)
+    pair, rq, rs, sid = _open(direction, "stream", n=10)
+    _error_ends_both(pair, rs, sid, b"0", ApplicationError("disk on fire"))
 
 
 @directions
 def test_request_n_on_request_stream_is_only_sent_while_receiving(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=1)
+    pair, rq, rs, sid = _open(direction, "stream", n=1)
     rs.send_payload(sid, Payload(b"only"), complete=True)
     pair.deliver(rs)
     rq.send_request_n(sid, 5)  # the stream is over: nothing to grant
@@ -264,14 +280,9 @@ def test_channel_requester_waits_for_responders_request_n(direction: str) -> Non
     # "A requester MUST not send PAYLOAD frames after the REQUEST_CHANNEL frame until the
     # responder sends a REQUEST_N frame granting credits"; the initial request n is the
     # credit of the responder.
-    pair = Pair()
-    rq, rs, sid, events = _open(pair, direction, "channel", n=4)
-    assert events == [RequestReceived(sid, FrameType.REQUEST_CHANNEL,
-                                      Payload(b"req", b"req-meta"), 4, False)]
+    pair, rq, rs, sid = _open(direction, "channel", n=4)
     assert rq.credit(sid) == 0
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"too early"))
-    assert rq.data_to_send() == b""
+    _refuses_payload(rq, sid, quiet=True)
     assert rs.credit(sid) == 4
     # "a Responder MUST respond to an initial REQUEST_CHANNEL frame with a REQUEST_N frame"
     rs.send_request_n(sid, 2)
@@ -281,8 +292,7 @@ def test_channel_requester_waits_for_responders_request_n(direction: str) -> Non
     assert rq.credit(sid) == 2
     rq.send_payload(sid, Payload(b"a"))
     rq.send_payload(sid, Payload(b"b"))
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"c"))
+    _refuses_payload(rq, sid)
     assert pair.deliver(rq) == [PayloadReceived(sid, Payload(b"a"), False),
                                 PayloadReceived(sid, Payload(b"b"), False)]
 
@@ -300,50 +310,36 @@ def test_channel_complete_flag_on_request_channel(direction: str) -> None:
     assert isinstance(frame, F.RequestChannelFrame) and frame.complete
     assert rs.receive_data(out) == [RequestReceived(sid, FrameType.REQUEST_CHANNEL,
                                                     Payload(b"all I have"), 2, True)]
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"more"))
+    _refuses_payload(rq, sid)
     with pytest.raises(LocalProtocolError):
         rq.send_complete(sid)
     rs.send_request_n(sid, 5)  # its inbound half is over: no REQUEST_N needed
     assert rs.data_to_send() == b""
-    rs.send_payload(sid, Payload(b"r1"))
-    rs.send_payload(sid, Payload(b"r2"), complete=True)
-    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"r1"), False),
-                                PayloadReceived(sid, Payload(b"r2"), True)]
-    assert _gone(pair, sid)
+    _responder_ends_with(pair, rs, sid, b"r1", b"r2")
 
 
 @directions
 def test_channel_requester_completes_first_responder_goes_on(direction: str) -> None:
     # "In absence of ERROR or CANCEL, the stream is terminated after both Requester and
     # Responder have sent and received COMPLETE."
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5)
-    rs.send_request_n(sid, 5)
-    pair.deliver(rs)
+    pair, rq, rs, sid = _open(direction, "channel", n=5)
+    _grant(pair, rs, sid, 5)
     rq.send_payload(sid, Payload(b"last"), complete=True)
     assert pair.deliver(rq) == [PayloadReceived(sid, Payload(b"last"), True)]
     assert rq.has_stream(sid) and rs.has_stream(sid)
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"after C"))
-    rs.send_payload(sid, Payload(b"r1"))
-    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"r1"), False)]
-    rs.send_complete(sid)
-    assert pair.deliver(rs) == [PayloadReceived(sid, None, True)]
-    assert _gone(pair, sid)
+    _refuses_payload(rq, sid)
+    _responder_sends_r1_then_completes(pair, rs, sid)
 
 
 @directions
 def test_channel_responder_completes_first_requester_goes_on(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5)
+    pair, rq, rs, sid = _open(direction, "channel", n=5)
     rs.send_request_n(sid, 3)
     rs.send_payload(sid, Payload(b"r1"), complete=True)
     assert pair.deliver(rs) == [RequestNReceived(sid, 3),
                                 PayloadReceived(sid, Payload(b"r1"), True)]
     assert rq.has_stream(sid) and rs.has_stream(sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"after C"))
+    _refuses_payload(rs, sid)
     rq.send_payload(sid, Payload(b"q1"))
     rq.send_complete(sid)
     assert pair.deliver(rq) == [PayloadReceived(sid, Payload(b"q1"), False),
@@ -359,21 +355,10 @@ def test_channel_error_from_responder_ends_both(direction: str,
     # "Error from Responder, Requester terminates" / "... Requester already Completed";
     # "Upon sending an ERROR[...], the stream is terminated on both the Requester and
     # Responder."
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5, complete=requester_completed)
+    pair, rq, rs, sid = _open(direction, "channel", n=5, complete=requester_completed)
     if not requester_completed:
-        rs.send_request_n(sid, 5)
-        pair.deliver(rs)
-    rs.send_payload(sid, Payload(b"r1"))
-    rs.send_error(sid, RejectedError("no more"))
-    assert not rs.has_stream(sid)
-    events = pair.deliver(rs)
-    assert events[0] == PayloadReceived(sid, Payload(b"r1"), False)
-    assert isinstance(events[1], StreamErrored) and isinstance(events[1].error, RejectedError)
-    assert _gone(pair, sid)
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"q"))
-    assert rq.data_to_send() == b""
+        _grant(pair, rs, sid, 5)
+    _error_ends_both(pair, rs, sid, b"r1", RejectedError("no more"))
 
 
 @directions
@@ -382,23 +367,12 @@ def test_channel_error_from_responder_ends_both(direction: str,
 def test_channel_error_from_requester_ends_both(direction: str,
                                                 responder_completed: bool) -> None:
     # "Error from Requester, Responder terminates" / "... Responder already Completed"
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5)
+    pair, rq, rs, sid = _open(direction, "channel", n=5)
     rs.send_request_n(sid, 5)
     if responder_completed:
         rs.send_complete(sid)
     pair.deliver(rs)
-    rq.send_payload(sid, Payload(b"q1"))
-    rq.send_error(sid, ApplicationError("requester broke"))
-    assert not rq.has_stream(sid)
-    events = pair.deliver(rq)
-    assert events[0] == PayloadReceived(sid, Payload(b"q1"), False)
-    assert isinstance(events[1], StreamErrored) and isinstance(events[1].error, ApplicationError)
-    assert events[1].error.message == "requester broke"
-    assert _gone(pair, sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"r"))
-    assert rs.data_to_send() == b""
+    _error_ends_both(pair, rq, sid, b"q1", ApplicationError("requester broke"))
 
 
 @directions
@@ -406,41 +380,30 @@ def test_channel_cancel_from_requester_ends_both(direction: str) -> None:
     # "Cancel from Requester, Responder terminates": REQUEST_CHANNEL, PAYLOAD*, COMPLETE,
     # CANCEL.  "Upon receiving a CANCEL, the stream is terminated on the Responder. Upon
     # sending a CANCEL, the stream is terminated on the Requester."
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5)
-    rs.send_request_n(sid, 1)
-    pair.deliver(rs)
+    pair, rq, rs, sid = _open(direction, "channel", n=5)
+    _grant(pair, rs, sid, 1)
     rq.send_payload(sid, Payload(b"q1"), complete=True)
     rq.send_cancel(sid)
     assert not rq.has_stream(sid)
     assert pair.deliver(rq) == [PayloadReceived(sid, Payload(b"q1"), True), CancelReceived(sid)]
     assert _gone(pair, sid)
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"r"))
+    _refuses_payload(rs, sid)
 
 
 @directions
 def test_channel_cancel_from_responder_stops_requesters_outbound(direction: str) -> None:
     # The responder's CANCEL ends the requester's outbound half only: the requester stops
     # sending, the responder may still send and complete.
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "channel", n=5)
-    rs.send_request_n(sid, 10)
-    pair.deliver(rs)
+    pair, rq, rs, sid = _open(direction, "channel", n=5)
+    _grant(pair, rs, sid, 10)
     rs.send_cancel(sid)
     (frame,) = decode_all(out := rs.data_to_send())
     assert frame == F.CancelFrame(stream_id=sid)
     assert rq.receive_data(out) == [CancelReceived(sid)]
     assert rq.credit(sid) == 0
-    with pytest.raises(LocalProtocolError):
-        rq.send_payload(sid, Payload(b"q"))
-    assert rq.data_to_send() == b""
+    _refuses_payload(rq, sid, quiet=True)
     # the responder's outbound half is still live
-    rs.send_payload(sid, Payload(b"r1"))
-    assert pair.deliver(rs) == [PayloadReceived(sid, Payload(b"r1"), False)]
-    rs.send_complete(sid)
-    assert pair.deliver(rs) == [PayloadReceived(sid, None, True)]
-    assert _gone(pair, sid)
+    _responder_sends_r1_then_completes(pair, rs, sid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,12 +413,10 @@ def test_channel_cancel_from_responder_stops_requesters_outbound(direction: str)
 
 @directions
 def test_sending_beyond_credit_raises_and_sends_nothing(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=1)
+    pair, rq, rs, sid = _open(direction, "stream", n=1)
     rs.send_payload(sid, Payload(b"ok"))
     rs.data_to_send()
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"no credit"))
+    _refuses_payload(rs, sid)
     with pytest.raises(LocalProtocolError):
         rs.send_payload(sid, Payload(b"no credit"), complete=True)
     assert rs.data_to_send() == b""
@@ -470,22 +431,19 @@ def test_sending_beyond_credit_raises_and_sends_nothing(direction: str) -> None:
 def test_credits_are_cumulative(direction: str) -> None:
     # "sending request(3) and request(2) accumulates to a value of 5, allowing the Responder
     # to send 5 PAYLOADs."
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=3)
+    pair, rq, rs, sid = _open(direction, "stream", n=3)
     rq.send_request_n(sid, 2)
     assert pair.deliver(rq) == [RequestNReceived(sid, 2)]
     assert rs.credit(sid) == 5
     for i in range(5):
         rs.send_payload(sid, Payload(b"%d" % i))
-    with pytest.raises(LocalProtocolError):
-        rs.send_payload(sid, Payload(b"6th"))
+    _refuses_payload(rs, sid)
     assert len(pair.deliver(rs)) == 5
 
 
 @directions
 def test_credit_saturates_at_2_pow_31_minus_1(direction: str) -> None:
-    pair = Pair()
-    rq, rs, sid, _ = _open(pair, direction, "stream", n=1)
+    pair, rq, rs, sid = _open(direction, "stream", n=1)
     rq.send_request_n(sid, MAX_U31)
     rq.send_request_n(sid, MAX_U31)
     events = pair.deliver(rq)

@@ -145,6 +145,19 @@ async def client():
             await wait(rsocket.close())
 
 
+@pytest.fixture
+def connected(peer_server, client):
+    """``await connected(peer, **server_options)`` -> (server, RSocket, Wire): ``peer``'s demo
+    server (``peer_server``) and our client connected to it with connect()'s defaults."""
+
+    async def open_(peer: str, **server_options):
+        server = await peer_server(peer, **server_options)
+        rsocket, wire = await client(server)
+        return server, rsocket, wire
+
+    return open_
+
+
 async def event(server, name: str, payload: Payload | None = None, **match) -> dict:
     """The next event ``name`` whose fields equal ``match`` and, given ``payload``, whose data
     (and non-empty metadata) have its sha256 — events other tests may have left behind do not
@@ -159,6 +172,30 @@ async def event(server, name: str, payload: Payload | None = None, **match) -> d
         return e.get("event") == name and all(e.get(k) == v for k, v in match.items())
 
     return await wait(server.next_event_deferred(WAIT - 5, predicate))
+
+
+async def assert_usable(rsocket, data: bytes = b"after") -> None:
+    """The connection still answers: a request-response echoes ``data``."""
+    assert (await wait(rsocket.request_response(Payload(data)))).data == data
+
+
+async def take_then_cancel(stream, count: int = 3) -> list[bytes]:
+    """Iterate ``stream``, cancelling it once ``count`` items have arrived; the data of every
+    item that arrived (cancel() ends the iteration)."""
+    items = []
+    async for item in stream:
+        items.append(item.data)
+        if len(items) == count:
+            stream.cancel()
+    return items
+
+
+async def expect_application_error(d, message: str) -> None:
+    """``d`` fails with ERROR[APPLICATION_ERROR] carrying ``message``."""
+    with pytest.raises(ApplicationError) as info:
+        await wait(d)
+    assert info.value.error_code == APPLICATION_ERROR
+    assert info.value.message == message
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,8 +220,7 @@ async def test_setup_with_payload(peer, peer_server, client):
         assert (seen["keepalive"], seen["lifetime"]) in [(15_000, 60_000), (15, 60)]
     if "version" in seen:
         assert seen["version"] == [1, 0]
-    assert (await wait(rsocket.request_response(Payload(b"after setup")))).data \
-        == b"after setup"
+    await assert_usable(rsocket, b"after setup")
     assert server.process.poll() is None  # still alive
 
 
@@ -204,7 +240,7 @@ async def test_keepalive_answered(peer, peer_server, client):
     sent = [f for f in wire.of("send", FrameType.KEEPALIVE)]
     assert len(sent) >= 3 and all(f.respond for f in sent)
     assert rsocket.is_open
-    assert (await wait(rsocket.request_response(Payload(b"alive")))).data == b"alive"
+    await assert_usable(rsocket, b"alive")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,9 +249,8 @@ async def test_keepalive_answered(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_echo_with_metadata(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+async def test_request_response_echo_with_metadata(peer, connected):
+    server, rsocket, _ = await connected(peer)
     request = Payload(b"hello " + peer.encode(), b"meta \x00\xff")
     response = await wait(rsocket.request_response(request))
     assert response == Payload(request.data, echoed_metadata(peer, request.metadata))
@@ -225,9 +260,8 @@ async def test_request_response_echo_with_metadata(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_without_metadata(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+async def test_request_response_without_metadata(peer, connected):
+    server, rsocket, _ = await connected(peer)
     response = await wait(rsocket.request_response(Payload(b"plain")))
     assert response == Payload(b"plain")
     assert response.metadata is None
@@ -239,10 +273,9 @@ async def test_request_response_without_metadata(peer, peer_server, client):
 @pytest.mark.parametrize("metadata", [None, b"metadata only"], ids=["empty", "metadata-only"])
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_empty_data(peer, metadata, peer_server, client):
+async def test_request_response_empty_data(peer, metadata, connected):
     """Empty data, with or without metadata."""
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+    server, rsocket, _ = await connected(peer)
     response = await wait(rsocket.request_response(Payload(b"", metadata)))
     if metadata is None and not supports(peer, "server:echo-empty-payload"):
         # rsocket-py completes without a value (PAYLOAD[C], no N): request_response gives None
@@ -281,16 +314,13 @@ async def test_request_response_100kb(peer, fragmentation, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_application_error(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+async def test_request_response_application_error(peer, connected):
+    server, rsocket, _ = await connected(peer)
     message = "boom \u2713 " + peer
-    with pytest.raises(ApplicationError) as info:
-        await wait(rsocket.request_response(Payload(b"error:" + message.encode())))
-    assert info.value.error_code == APPLICATION_ERROR
-    assert info.value.message == message
+    await expect_application_error(
+        rsocket.request_response(Payload(b"error:" + message.encode())), message)
     # the connection is still usable
-    assert (await wait(rsocket.request_response(Payload(b"after")))).data == b"after"
+    await assert_usable(rsocket, b"after")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,28 +347,26 @@ async def test_fire_and_forget(peer, size, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_fire_and_forget_beyond_max_frame_size(peer, peer_server, client):
+async def test_fire_and_forget_beyond_max_frame_size(peer, connected):
     """17 MB cannot fit one frame (24-bit length): we fragment it without being asked.
     (Fire-and-forget: none of the peers can send a payload this large back — the js servers
     never fragment as responders, rsocket-py truncates the length unless told to fragment.)"""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     data = pattern(17_000_000)
     await wait(rsocket.fire_and_forget(Payload(data, b"big")))
     seen = await event(server, "fnf", Payload(data, b"big"))
     assert event_digest(seen) == digest_of(data, b"big")
     (first,) = wire.of("send", FrameType.REQUEST_FNF)
     assert first.follows
-    assert (await wait(rsocket.request_response(Payload(b"after")))).data == b"after"
+    await assert_usable(rsocket, b"after")
 
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_metadata_push_to_their_server(peer, peer_server, client):
+async def test_metadata_push_to_their_server(peer, connected):
     """Ours to them; the connection keeps working afterwards."""
     need(peer, "server:metadata-push", "server:keeps-connection-after-metadata-push")
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     metadata = b"pushed by rsocket_tx \x00\x01\xfe\xff"
     await wait(rsocket.metadata_push(metadata))
     seen = await event(server, "metadata_push")
@@ -346,8 +374,7 @@ async def test_metadata_push_to_their_server(peer, peer_server, client):
     assert seen["metadata_sha256"] == hashlib.sha256(metadata).hexdigest()
     (frame,) = wire.of("send", FrameType.METADATA_PUSH)
     assert frame.metadata == metadata
-    assert (await wait(rsocket.request_response(Payload(b"still there")))).data \
-        == b"still there"
+    await assert_usable(rsocket, b"still there")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,15 +384,14 @@ async def test_metadata_push_to_their_server(peer, peer_server, client):
 @pytest.mark.parametrize("variant", ["default", "variant"])
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream(peer, variant, peer_server, client):
+async def test_request_stream(peer, variant, connected):
     """5 items; with both completion forms where the peer has them (the stream completes with
     C on the last PAYLOAD or with a separate PAYLOAD[C])."""
     options = VARIANT[peer] if variant == "variant" else DEFAULT
     if variant == "variant" and "completion" not in options:
         need(peer, "server:completion-flag")
     completion = options.get("completion", peers.PEERS[peer].default_completion)
-    server = await peer_server(peer, **options)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer, **options)
     stream = rsocket.request_stream(Payload(b"5", b"stream-meta"))
     items = await wait(stream.collect())
     assert items == [Payload(str(i).encode()) for i in range(5)]
@@ -377,10 +403,9 @@ async def test_request_stream(peer, variant, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_1000_items(peer, peer_server, client):
+async def test_request_stream_1000_items(peer, connected):
     """The default prefetch (256): our REQUEST_Ns keep 1000 items flowing, exactly once each."""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     stream = rsocket.request_stream(Payload(b"1000"))
     items = await wait(stream.collect())
     assert [p.data for p in items] == [str(i).encode() for i in range(1000)]
@@ -407,10 +432,9 @@ async def test_request_stream_fragmented_request(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_prefetch_2(peer, peer_server, client):
+async def test_request_stream_prefetch_2(peer, connected):
     """prefetch=2: REQUEST_STREAM asks for 2, and we never ask for more than 2 at a time."""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     stream = rsocket.request_stream(Payload(b"7"), prefetch=2)
     items = []
     async for item in stream:
@@ -426,34 +450,26 @@ async def test_request_stream_prefetch_2(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_cancel_mid_stream(peer, peer_server, client):
+async def test_request_stream_cancel_mid_stream(peer, connected):
     """1000 items asked, 2 at a time; we cancel after 3: the server sees CANCEL, we get nothing
     more, and the connection goes on."""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     stream = rsocket.request_stream(Payload(b"1000"), prefetch=2)
-    items = []
-    async for item in stream:
-        items.append(item.data)
-        if len(items) == 3:
-            stream.cancel()
-    assert items == [b"0", b"1", b"2"]
+    assert await take_then_cancel(stream) == [b"0", b"1", b"2"]
     cancelled = await event(server, "cancel", interaction="request-stream")
     assert wire.of("send", FrameType.CANCEL, stream.stream_id)
     # the peer emitted no more than we had asked for (2 up front + a REQUEST_N per item taken)
     granted = 2 + sum(f.request_n for f in wire.of("send", FrameType.REQUEST_N,
                                                    stream.stream_id))
     assert 3 <= cancelled.get("sent", 3) <= granted <= 5
-    assert (await wait(rsocket.request_response(Payload(b"after cancel")))).data \
-        == b"after cancel"
+    await assert_usable(rsocket, b"after cancel")
 
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_take(peer, peer_server, client):
+async def test_request_stream_take(peer, connected):
     """collect(take=4) cancels after the 4th item."""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     stream = rsocket.request_stream(Payload(b"500"), prefetch=3)
     items = await wait(stream.collect(take=4))
     assert [p.data for p in items] == [b"0", b"1", b"2", b"3"]
@@ -463,14 +479,10 @@ async def test_request_stream_take(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_application_error(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+async def test_request_stream_application_error(peer, connected):
+    server, rsocket, _ = await connected(peer)
     stream = rsocket.request_stream(Payload(b"error:stream boom"))
-    with pytest.raises(ApplicationError) as info:
-        await wait(stream.collect())
-    assert info.value.error_code == APPLICATION_ERROR
-    assert info.value.message == "stream boom"
+    await expect_application_error(stream.collect(), "stream boom")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,12 +492,12 @@ async def test_request_stream_application_error(peer, peer_server, client):
 @pytest.mark.parametrize("variant", ["default", "variant"])
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_echo(peer, variant, peer_server, client):
+async def test_request_channel_echo(peer, variant, connected):
     """b"0" in REQUEST_CHANNEL then b"1".."4" (metadata on all), our side completing when the
     iterable ends (a separate PAYLOAD[C]); the variant server grants 2 credits at a time, so
     our outbound waits for REQUEST_N."""
-    server = await peer_server(peer, **(VARIANT[peer] if variant == "variant" else DEFAULT))
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(
+        peer, **(VARIANT[peer] if variant == "variant" else DEFAULT))
     metadata = b"chan-meta"
     outbound = [Payload(str(i).encode(), metadata) for i in range(1, 5)]
     stream = rsocket.request_channel(Payload(b"0", metadata), outbound)
@@ -507,10 +519,9 @@ async def test_request_channel_echo(peer, variant, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_many_with_credit_2(peer, peer_server, client):
+async def test_request_channel_many_with_credit_2(peer, connected):
     """20 outbound payloads from an async generator against a server granting 2 at a time."""
-    server = await peer_server(peer, **VARIANT[peer])
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer, **VARIANT[peer])
 
     async def outbound():
         for i in range(1, 20):
@@ -525,11 +536,10 @@ async def test_request_channel_many_with_credit_2(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_complete_in_request(peer, peer_server, client):
+async def test_request_channel_complete_in_request(peer, connected):
     """complete=True: C on REQUEST_CHANNEL itself, nothing else from us."""
     need(peer, "server:channel-initial-complete")
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
     stream = rsocket.request_channel(Payload(b"only", b"m"), complete=True)
     items = await wait(stream.collect())
     assert items == [Payload(b"only", echoed_metadata(peer, b"m"))]
@@ -544,11 +554,10 @@ async def test_request_channel_complete_in_request(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_no_outbound(peer, peer_server, client):
+async def test_request_channel_no_outbound(peer, connected):
     """outbound=None also completes our side in REQUEST_CHANNEL (same as complete=True)."""
     need(peer, "server:channel-initial-complete")
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+    server, rsocket, _ = await connected(peer)
     items = await wait(rsocket.request_channel(Payload(b"solo")).collect())
     assert [p.data for p in items] == [b"solo"]
     done = await event(server, "channel_inbound_complete")
@@ -557,42 +566,30 @@ async def test_request_channel_no_outbound(peer, peer_server, client):
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_cancel_mid_stream(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+async def test_request_channel_cancel_mid_stream(peer, connected):
+    server, rsocket, wire = await connected(peer)
     outbound = [Payload(str(i).encode()) for i in range(1, 30)]
     stream = rsocket.request_channel(Payload(b"0"), outbound, prefetch=2)
-    items = []
-    async for item in stream:
-        items.append(item.data)
-        if len(items) == 3:
-            stream.cancel()
-    assert items == [b"0", b"1", b"2"]
+    assert await take_then_cancel(stream) == [b"0", b"1", b"2"]
     await event(server, "cancel", interaction="request-channel")
     assert wire.of("send", FrameType.CANCEL, stream.stream_id)
-    assert (await wait(rsocket.request_response(Payload(b"after cancel")))).data \
-        == b"after cancel"
+    await assert_usable(rsocket, b"after cancel")
 
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_application_error_from_them(peer, peer_server, client):
-    server = await peer_server(peer)
-    rsocket, _ = await client(server)
+async def test_request_channel_application_error_from_them(peer, connected):
+    server, rsocket, _ = await connected(peer)
     stream = rsocket.request_channel(Payload(b"error:channel boom"),
                                      [Payload(b"1"), Payload(b"2")])
-    with pytest.raises(ApplicationError) as info:
-        await wait(stream.collect())
-    assert info.value.error_code == APPLICATION_ERROR
-    assert info.value.message == "channel boom"
+    await expect_application_error(stream.collect(), "channel boom")
 
 
 @pytest.mark.parametrize("peer", PEERS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_application_error_from_us(peer, peer_server, client):
+async def test_request_channel_application_error_from_us(peer, connected):
     """Our outbound source raises after 2 payloads: ERROR[APPLICATION_ERROR] reaches them."""
-    server = await peer_server(peer)
-    rsocket, wire = await client(server)
+    server, rsocket, wire = await connected(peer)
 
     def outbound():
         yield Payload(b"1")

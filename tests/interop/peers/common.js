@@ -218,6 +218,67 @@ function streamCount(data) {
   return parseInt(text, 10);
 }
 
+/** Request-stream demand: {count, error}; error is the "error:" message, or why the data is
+ *  not a count, or null. */
+function streamRequest(data) {
+  const error = errorRequested(data);
+  if (error !== null) {
+    return { count: 0, error };
+  }
+  try {
+    return { count: streamCount(data), error: null };
+  } catch (e) {
+    return { count: 0, error: e.message };
+  }
+}
+
+/** Print event ``event`` for a received payload, with ``extra`` fields. */
+function payloadEvent(event, payload, extra) {
+  emit({ event, ...extra, ...describePayload(payload, "both") });
+}
+
+/** The demo echo of ``payload``: its data (b"" if none) and its metadata when present.
+ *  (1.0.0-alpha.3 sets the M flag iff metadata is truthy; an empty Buffer is truthy.) */
+function echoPayload(payload) {
+  const out = { data: toBuffer(payload.data) || Buffer.alloc(0) };
+  if (payload.metadata !== undefined && payload.metadata !== null) {
+    out.metadata = toBuffer(payload.metadata);
+  }
+  return out;
+}
+
+/** The SETUP of the demo clients: --keepalive/--lifetime (ms, defaulted), octet-stream MIME
+ *  types, the payload of --setup-data/--setup-metadata. */
+function setupFromOptions(options) {
+  return {
+    keepAlive: options.keepalive || 20000,
+    lifetime: options.lifetime || 90000,
+    dataMimeType: "application/octet-stream",
+    metadataMimeType: "application/octet-stream",
+    payload: setupPayloadFromOptions(options),
+  };
+}
+
+/** A demo client's two ways out: ``done(code, obj)`` finishes once and then calls ``close()``;
+ *  ``fail(e, extra)`` finishes with ``result({error, ...extra})`` for an RSocket error (exit
+ *  EXIT_RSOCKET_ERROR), else with ``result({failure, ...extra})`` (EXIT_FAILURE). */
+function clientOutcome(result, close) {
+  const done = (code, obj) => {
+    if (isFinishing()) return;
+    finish(code, obj, true); // first: close() fires the close callbacks synchronously
+    close();
+  };
+  const fail = (e, extra) => {
+    const info = errorInfo(e);
+    if (info) {
+      done(EXIT_RSOCKET_ERROR, result({ error: info, ...extra }));
+    } else {
+      done(EXIT_FAILURE, result({ failure: String(e && e.message), ...extra }));
+    }
+  };
+  return { done, fail };
+}
+
 /** Option spec shared by all clients. */
 const CLIENT_OPTIONS = {
   host: "string",
@@ -341,20 +402,24 @@ function errorInfo(error) {
  * Demand-driven emitter of b"0" .. b"N-1" for the request-stream responder.
  * sink: {next(payload, isLast), complete(), error(message)}; completion "flag" | "frame".
  */
-class CountEmitter {
-  constructor(count, completion, sink, error) {
-    this.count = count;
+/**
+ * What the request-stream and request-channel responders' outbound sides share: request(n)
+ * adds outbound credit (printing "request_n"), cancel() ends it (printing "cancel"), drain()
+ * fails it with the requested application error or else runs the subclass's drainDemand().
+ */
+class OutboundDemand {
+  constructor(interaction, completion, sink, error) {
+    this.interaction = interaction;
     this.completion = completion;
     this.sink = sink;
     this.error = error === undefined ? null : error;
-    this.next = 0;
     this.demand = 0;
     this.done = false;
     this.firstRequest = true;
   }
 
   request(n) {
-    emit({ event: "request_n", interaction: "request-stream", n, initial: this.firstRequest });
+    emit({ event: "request_n", interaction: this.interaction, n, initial: this.firstRequest });
     this.firstRequest = false;
     this.demand += n;
     this.drain();
@@ -363,8 +428,13 @@ class CountEmitter {
   cancel() {
     if (!this.done) {
       this.done = true;
-      emit({ event: "cancel", interaction: "request-stream", sent: this.next });
+      emit({ event: "cancel", interaction: this.interaction, ...this.cancelDetails() });
     }
+  }
+
+  /** Extra fields of the "cancel" event. */
+  cancelDetails() {
+    return {};
   }
 
   drain() {
@@ -376,6 +446,22 @@ class CountEmitter {
       this.sink.error(this.error);
       return;
     }
+    this.drainDemand();
+  }
+}
+
+class CountEmitter extends OutboundDemand {
+  constructor(count, completion, sink, error) {
+    super("request-stream", completion, sink, error);
+    this.count = count;
+    this.next = 0;
+  }
+
+  cancelDetails() {
+    return { sent: this.next };
+  }
+
+  drainDemand() {
     while (this.demand > 0 && this.next < this.count && !this.done) {
       const last = this.next === this.count - 1;
       const payload = { data: Buffer.from(String(this.next)) };
@@ -401,18 +487,13 @@ class CountEmitter {
  * sink.requestInbound(n) in batches of `batch`.
  * sink: {next(payload, isLast), complete(), error(message), requestInbound(n)}.
  */
-class EchoQueue {
+class EchoQueue extends OutboundDemand {
   constructor(completion, batch, sink, error) {
-    this.completion = completion;
+    super("request-channel", completion, sink, error);
     this.batch = batch;
-    this.sink = sink;
-    this.error = error === undefined ? null : error;
     this.queue = [];
-    this.demand = 0;
     this.sinceRequest = 0;
     this.inboundDone = false;
-    this.done = false;
-    this.firstRequest = true;
   }
 
   /** First payload (from REQUEST_CHANNEL); not counted against inbound credit. */
@@ -464,29 +545,7 @@ class EchoQueue {
     emit({ event: "channel_inbound_error", code, message });
   }
 
-  request(n) {
-    emit({ event: "request_n", interaction: "request-channel", n, initial: this.firstRequest });
-    this.firstRequest = false;
-    this.demand += n;
-    this.drain();
-  }
-
-  cancel() {
-    if (!this.done) {
-      this.done = true;
-      emit({ event: "cancel", interaction: "request-channel" });
-    }
-  }
-
-  drain() {
-    if (this.done) {
-      return;
-    }
-    if (this.error !== null) {
-      this.done = true;
-      this.sink.error(this.error);
-      return;
-    }
+  drainDemand() {
     while (this.demand > 0 && this.queue.length) {
       const [payload, last] = this.queue.shift();
       this.demand--;
@@ -614,8 +673,13 @@ module.exports = {
   describePayload,
   payloadFromOptions,
   setupPayloadFromOptions,
+  setupFromOptions,
+  clientOutcome,
   errorRequested,
   streamCount,
+  streamRequest,
+  payloadEvent,
+  echoPayload,
   overallTimeout,
   errorInfo,
 };

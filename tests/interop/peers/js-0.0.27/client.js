@@ -43,13 +43,7 @@ function result(extra) {
 
 function main() {
   const client = new RSocketClient({
-    setup: {
-      keepAlive: options.keepalive || 20000,
-      lifetime: options.lifetime || 90000,
-      dataMimeType: "application/octet-stream",
-      metadataMimeType: "application/octet-stream",
-      payload: common.setupPayloadFromOptions(options),
-    },
+    setup: common.setupFromOptions(options),
     transport: new RSocketTcpClient({ host: options.host, port: options.port }, BufferEncoders),
   });
   client.connect().subscribe({
@@ -59,19 +53,7 @@ function main() {
 }
 
 function run(client, socket) {
-  const done = (code, obj) => {
-    if (common.isFinishing()) return;
-    common.finish(code, obj, true); // first: close() fires the close callbacks synchronously
-    client.close();
-  };
-  const fail = (e, extra) => {
-    const info = common.errorInfo(e);
-    if (info) {
-      done(common.EXIT_RSOCKET_ERROR, result({ error: info, ...extra }));
-    } else {
-      done(common.EXIT_FAILURE, result({ failure: String(e && e.message), ...extra }));
-    }
-  };
+  const { done, fail } = common.clientOutcome(result, () => client.close());
   socket.connectionStatus().subscribe({
     onNext: (status) => {
       if (status.kind === "ERROR") {

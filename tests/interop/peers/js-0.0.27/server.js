@@ -33,22 +33,10 @@ if (options.fragment !== undefined) {
   main();
 }
 
-function payloadEvent(event, payload, extra) {
-  common.emit({ event, ...extra, ...common.describePayload(payload, "both") });
-}
-
-function echo(payload) {
-  const out = { data: common.toBuffer(payload.data) || Buffer.alloc(0) };
-  if (payload.metadata !== undefined && payload.metadata !== null) {
-    out.metadata = common.toBuffer(payload.metadata);
-  }
-  return out;
-}
-
 function responder() {
   return {
     fireAndForget(payload) {
-      payloadEvent("fnf", payload);
+      common.payloadEvent("fnf", payload);
     },
 
     metadataPush(payload) {
@@ -63,25 +51,17 @@ function responder() {
     },
 
     requestResponse(payload) {
-      payloadEvent("request", payload, { interaction: "request-response" });
+      common.payloadEvent("request", payload, { interaction: "request-response" });
       const error = common.errorRequested(payload.data);
       if (error !== null) {
         return Single.error(new Error(error));
       }
-      return Single.of(echo(payload));
+      return Single.of(common.echoPayload(payload));
     },
 
     requestStream(payload) {
-      payloadEvent("request", payload, { interaction: "request-stream" });
-      let count = 0;
-      let error = common.errorRequested(payload.data);
-      if (error === null) {
-        try {
-          count = common.streamCount(payload.data);
-        } catch (e) {
-          error = e.message;
-        }
-      }
+      common.payloadEvent("request", payload, { interaction: "request-stream" });
+      const { count, error } = common.streamRequest(payload.data);
       return new Flowable((subscriber) => {
         const emitter = new common.CountEmitter(
           count,
@@ -110,7 +90,7 @@ function responder() {
         const pending = [];
         let cancelledEarly = false;
         const sink = {
-          next: (p) => subscriber.onNext(echo(p)),
+          next: (p) => subscriber.onNext(common.echoPayload(p)),
           complete: () => subscriber.onComplete(),
           error: (message) => subscriber.onError(new Error(message)),
           requestInbound: (n) => inboundSubscription.request(n),
@@ -131,7 +111,7 @@ function responder() {
               queue.push(p, false);
               return;
             }
-            payloadEvent("request", p, { interaction: "request-channel" });
+            common.payloadEvent("request", p, { interaction: "request-channel" });
             queue = new common.EchoQueue(
               "frame",
               options["request-n"],

@@ -43,13 +43,7 @@ function result(extra) {
 
 async function main() {
   const connector = new RSocketConnector({
-    setup: {
-      keepAlive: options.keepalive || 20000,
-      lifetime: options.lifetime || 90000,
-      dataMimeType: "application/octet-stream",
-      metadataMimeType: "application/octet-stream",
-      payload: common.setupPayloadFromOptions(options),
-    },
+    setup: common.setupFromOptions(options),
     fragmentation:
       options.fragment !== undefined ? { maxOutboundFragmentSize: options.fragment } : undefined,
     transport: new TcpClientTransport({
@@ -60,19 +54,7 @@ async function main() {
   if (rsocket === null) {
     return;
   }
-  const done = (code, obj) => {
-    if (common.isFinishing()) return;
-    common.finish(code, obj, true); // first: close() fires the close callbacks synchronously
-    rsocket.close();
-  };
-  const fail = (e, extra) => {
-    const info = common.errorInfo(e);
-    if (info) {
-      done(common.EXIT_RSOCKET_ERROR, result({ error: info, ...extra }));
-    } else {
-      done(common.EXIT_FAILURE, result({ failure: String(e && e.message), ...extra }));
-    }
-  };
+  const { done, fail } = common.clientOutcome(result, () => rsocket.close());
   rsocket.onClose((e) => {
     if (e) {
       fail(e, {});

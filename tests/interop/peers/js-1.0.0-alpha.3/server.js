@@ -34,48 +34,27 @@ if (options.fragment !== undefined) {
   main();
 }
 
-function payloadEvent(event, payload, extra) {
-  common.emit({ event, ...extra, ...common.describePayload(payload, "both") });
-}
-
-function echo(payload) {
-  // 1.0.0-alpha.3 sets the M flag iff metadata is truthy (an empty Buffer is truthy)
-  const out = { data: common.toBuffer(payload.data) || Buffer.alloc(0) };
-  if (payload.metadata !== undefined && payload.metadata !== null) {
-    out.metadata = common.toBuffer(payload.metadata);
-  }
-  return out;
-}
-
 function responder() {
   return {
     fireAndForget(payload, responderStream) {
-      payloadEvent("fnf", payload);
+      common.payloadEvent("fnf", payload);
       return { cancel() {} };
     },
 
     requestResponse(payload, responderStream) {
-      payloadEvent("request", payload, { interaction: "request-response" });
+      common.payloadEvent("request", payload, { interaction: "request-response" });
       const error = common.errorRequested(payload.data);
       if (error !== null) {
         responderStream.onError(new Error(error));
       } else {
-        responderStream.onNext(echo(payload), true);
+        responderStream.onNext(common.echoPayload(payload), true);
       }
       return { cancel() {}, onExtension() {} };
     },
 
     requestStream(payload, initialRequestN, responderStream) {
-      payloadEvent("request", payload, { interaction: "request-stream" });
-      let count = 0;
-      let error = common.errorRequested(payload.data);
-      if (error === null) {
-        try {
-          count = common.streamCount(payload.data);
-        } catch (e) {
-          error = e.message;
-        }
-      }
+      common.payloadEvent("request", payload, { interaction: "request-stream" });
+      const { count, error } = common.streamRequest(payload.data);
       const emitter = new common.CountEmitter(
         count,
         completion,
@@ -95,12 +74,15 @@ function responder() {
     },
 
     requestChannel(payload, initialRequestN, isCompleted, responderStream) {
-      payloadEvent("request", payload, { interaction: "request-channel", complete: isCompleted });
+      common.payloadEvent("request", payload, {
+        interaction: "request-channel",
+        complete: isCompleted,
+      });
       const queue = new common.EchoQueue(
         completion,
         options["request-n"],
         {
-          next: (p, last) => responderStream.onNext(echo(p), last),
+          next: (p, last) => responderStream.onNext(common.echoPayload(p), last),
           complete: () => responderStream.onComplete(),
           error: (message) => responderStream.onError(new Error(message)),
           requestInbound: (n) => responderStream.request(n),
