@@ -8,6 +8,9 @@
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
 #   make bench  python -m benchmarks.run
+#   make browser   npm-build the example browser page into examples/browser/dist/
+#   make chromium  install Debian's chromium + chromium-driver (for the browser page test) if missing
+#   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,7 +19,7 @@ STAMP  := $(VENV)/.rsocket_tx-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers test lint docs demo bench clean
+.PHONY: venv peers browser chromium test lint docs demo bench pipeline clean
 
 venv: $(STAMP)
 
@@ -33,7 +36,20 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 peers:
 	bash tests/interop/install_peers.sh
 
-test: venv peers
+browser:
+	bash examples/browser/build.sh
+
+# Debian's chromium and its chromedriver, for tests/browser (apt needs root: sudo when not root).
+chromium:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "chromium: $$(command -v chromium)"; \
+	else \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+test: venv peers browser chromium
 	$(VPY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: venv
@@ -47,6 +63,9 @@ demo: venv
 
 bench: venv
 	$(VPY) -m benchmarks.run
+
+pipeline: venv
+	bash examples/flights/run.sh
 
 clean:
 	rm -rf docs/_build build dist *.egg-info
