@@ -3,6 +3,9 @@
 Examples::
 
     rsocket-tx serve tcp:7878                         # the demo responder (echo and count)
+    rsocket-tx serve tcp:7878 ws:8080:path=/rsocket 'tls://:7879?privateKey=key.pem&certKey=cert.pem'
+    rsocket-tx request 'tls://localhost:7879?trustRoots=ca.pem' -d hello
+    rsocket-tx stream ws://localhost:8080/rsocket -d 5
     rsocket-tx request tcp://localhost:7878 -d hello -m meta
     rsocket-tx request tcp:host=localhost:port=7878 -d @question.json --output json
     rsocket-tx stream tcp://localhost:7878 -d 5       # prints 0 … 4, one per line
@@ -71,6 +74,7 @@ from .tap import (
     parse_int_option,
     parse_server_settings,
 )
+from .tls import TLSError
 
 __all__ = [
     "main",
@@ -137,7 +141,10 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument(
         "endpoint",
         metavar="ENDPOINT",
-        help="where to connect: tcp://HOST:PORT or a Twisted endpoint (tcp:host=H:port=P)",
+        help="where to connect: a URI (tcp://HOST:PORT, tls://HOST:PORT?trustRoots=CA.pem,"
+        " ws://HOST:PORT/PATH, wss://HOST:PORT/PATH?trustRoots=CA.pem) or an endpoint string"
+        " (tcp:host=H:port=P, tls:host=H:port=P:trustRoots=CADIR, ws:host=H:port=P:path=/P,"
+        " wss:host=H:port=P:path=/P)",
     )
     if command == "channel":
         data_help = f"payload data, one payload per line: {_SOURCE_HELP}; default: standard input"
@@ -253,7 +260,11 @@ def _add_serve_options(p: argparse.ArgumentParser) -> None:
         "endpoints",
         metavar="ENDPOINT",
         nargs="*",
-        help=f"endpoint(s) to listen on: tcp:7878, tcp://0.0.0.0:7878 … (default {DEFAULT_LISTEN})",
+        help="endpoint(s) to listen on, all serving the same responder: tcp:7878,"
+        " tcp://0.0.0.0:7878, ssl:7879:privateKey=KEY:certKey=CERT,"
+        " mtls:7879:privateKey=KEY:caCerts=CA, tls://:7879?privateKey=KEY,"
+        " ws:8080:path=/rsocket[:static=DIR], wss:8443:privateKey=KEY:path=/rsocket,"
+        f" ws://:8080/rsocket … (default {DEFAULT_LISTEN})",
     )
     for option in SERVER_OPTIONS:
         p.add_argument(
@@ -262,6 +273,7 @@ def _add_serve_options(p: argparse.ArgumentParser) -> None:
             dest=option.attr,
             metavar=option.metavar,
             help=option.help,
+            action="append" if option.repeatable else "store",
         )
     for flag in SERVER_FLAGS:
         p.add_argument(f"--{flag.name}", dest=flag.attr, action="store_true", help=flag.help)
@@ -635,7 +647,8 @@ async def _client(reactor, args: argparse.Namespace, streams: _Streams) -> int:
             fragment_size=args.fragment,
             frame_logger=frame_logger,
         )
-    except (internet_error.ConnectError, internet_error.ConnectionClosed, OSError) as e:
+    except (internet_error.ConnectError, internet_error.ConnectionClosed, OSError,
+            TLSError) as e:
         streams.error(f"cannot connect to {args.endpoint}: {e}")
         return EXIT_CONNECTION
     except RSocketError as e:
@@ -782,6 +795,9 @@ def _exit_status_for(error: BaseException, streams: _Streams) -> int:
     """Report ``error`` on stderr and return the exit status; re-raise what is unexpected."""
     if isinstance(error, _Done):
         return error.status
+    if isinstance(error, TLSError):
+        streams.error(str(error))
+        return EXIT_CONNECTION
     if isinstance(error, ConnectionLostError):
         streams.error(f"connection lost: {error}")
         return EXIT_CONNECTION

@@ -6,12 +6,14 @@ import inspect
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IListeningPort
+from zope.interface import implementer
 
 from .endpoints import server_endpoint
 from .protocol import RSocketServerFactory
 from .responder import Responder
 
-__all__ = ["serve"]
+__all__ = ["serve", "ServerPort"]
 
 
 def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
@@ -19,8 +21,12 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     """Serve RSocket on ``endpoint``.
 
     :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,
-        ``"tcp:port=7878:interface=127.0.0.1"``), a URI (``"tcp://0.0.0.0:7878"``), or an
-        ``IStreamServerEndpoint``.
+        ``"tcp:port=7878:interface=127.0.0.1"``, ``"ssl:7879:privateKey=key.pem:certKey=cert.pem"``,
+        ``"mtls:7879:privateKey=key.pem:caCerts=ca.pem"``, ``"ws:8080:path=/rsocket"``,
+        ``"wss:8443:privateKey=key.pem:path=/rsocket"``), a URI (``"tcp://0.0.0.0:7878"``,
+        ``"tls://:7879?privateKey=key.pem&certKey=cert.pem"``, ``"ws://:8080/rsocket"``,
+        ``"wss://:8443/rsocket?privateKey=key.pem"``), or an ``IStreamServerEndpoint``; see
+        the transports page of the docs.
     :param responder_factory: zero-argument callable making a
         :class:`~rsocket_tx.responder.Responder` per connection (a Responder subclass works);
         None serves :class:`~rsocket_tx.demo.DemoResponder`.
@@ -56,15 +62,49 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :param lease_grace: milliseconds a grant stays valid past its time-to-live, for the
         requests in flight (default 1,000).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
-    :returns: Deferred firing with the ``IListeningPort`` (its ``factory`` is the
-        :class:`~rsocket_tx.protocol.RSocketServerFactory`).
+    :returns: Deferred firing with the ``IListeningPort``; its ``factory`` is the
+        :class:`~rsocket_tx.protocol.RSocketServerFactory` (for endpoints whose port has
+        another factory, e.g. TLS, a :class:`ServerPort` wrapping the port).
     :raises ValueError: a bad endpoint string or setting.
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
     factory = RSocketServerFactory(responder_factory, reactor=reactor, **settings)
-    return server_endpoint(reactor, endpoint).listen(factory)
+    d = server_endpoint(reactor, endpoint).listen(factory)
+    return d.addCallback(_with_factory, factory)
+
+
+@implementer(IListeningPort)
+class ServerPort:
+    """The listening port :func:`serve` returns when the endpoint's own port has another
+    ``factory`` (a TLS endpoint's is the TLS wrapper): ``factory`` is the
+    :class:`~rsocket_tx.protocol.RSocketServerFactory`; everything else is the port's."""
+
+    def __init__(self, port, factory: RSocketServerFactory) -> None:
+        self.port = port
+        self.factory = factory
+
+    def startListening(self):
+        return self.port.startListening()
+
+    def stopListening(self):
+        return self.port.stopListening()
+
+    def getHost(self):
+        return self.port.getHost()
+
+    def __getattr__(self, name):
+        return getattr(self.port, name)
+
+    def __repr__(self) -> str:
+        return f"<ServerPort {self.port!r}>"
+
+
+def _with_factory(port, factory: RSocketServerFactory):
+    if getattr(port, "factory", None) is factory:
+        return port
+    return ServerPort(port, factory)
 
 
 def _serve_signature() -> inspect.Signature:

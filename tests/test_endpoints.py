@@ -261,3 +261,67 @@ def test_register_server_only_scheme(reactor, scheme_table):
 def test_register_bad_scheme_name(scheme_table):
     with pytest.raises(ValueError, match="invalid URI scheme name"):
         register_uri_scheme("1bad")
+
+
+# -- tls://, ws://, wss:// (round trips over them: tests/test_tls.py, test_endpoint_plugins.py) --
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    from tlscerts import make_tls_files
+
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+def test_tls_ws_wss_are_known():
+    assert {"tcp", "tls", "ws", "wss"} <= set(uri_schemes())
+
+
+def test_tls_server_uri_listens_on_tcp(reactor, certs):
+    endpoint = server_endpoint(
+        reactor, f"tls://127.0.0.1:8443?privateKey={certs.server_key}&certKey={certs.server_cert}")
+    assert IStreamServerEndpoint.providedBy(endpoint)
+    assert _listen(reactor, endpoint) == (8443, "127.0.0.1")
+
+
+def test_tls_client_uri(reactor, certs):
+    endpoint = client_endpoint(reactor, f"tls://localhost:7879?trustRoots={certs.ca}")
+    assert IStreamClientEndpoint.providedBy(endpoint)
+
+
+@pytest.mark.parametrize("uri, url", [
+    ("ws://localhost:8080/rsocket", "ws://localhost:8080/rsocket"),
+    ("ws://localhost:8080", "ws://localhost:8080/"),
+    ("ws://localhost/x", "ws://localhost:80/x"),
+    ("wss://example.com/rs", "wss://example.com:443/rs"),
+    ("ws://[::1]:9/", "ws://[::1]:9/"),
+])
+def test_ws_client_uri(reactor, uri, url):
+    assert client_endpoint(reactor, uri).url == url
+
+
+def test_ws_server_uri(reactor, tmp_path, certs):
+    endpoint = server_endpoint(reactor, f"ws://127.0.0.1:8080/rsocket?static={tmp_path}")
+    assert (endpoint.path, endpoint.static) == ("/rsocket", str(tmp_path))
+    assert server_endpoint(reactor, "ws://:8080").path == "/"
+    wss = server_endpoint(reactor, f"wss://:8443/rs?privateKey={certs.server_combined}"
+                                   f"&caCerts={certs.ca}")
+    assert wss.path == "/rs"
+
+
+@pytest.mark.parametrize("side, uri, message", [
+    ("server", "tls://:8443", "privateKey=FILE is required"),
+    ("server", "tls://:8443/x?privateKey=k", "unexpected path"),
+    ("server", "wss://:8443/rs", "privateKey=FILE is required"),
+    ("server", "ws://:8080/rs?trustRoots=x", "unknown parameter 'trustRoots'"),
+    ("server", "ws://:8080/rs?static=/nonexistent/dir", "does not exist"),
+    ("server", "ws://:8080/rs?backlog=x", "backlog must be an integer"),
+    ("client", "ws://:8080/rs", "missing host"),
+    ("client", "ws://h:8080/rs?static=x", "unknown parameter 'static'"),
+    ("client", "wss://h/rs?trustRoots=/nonexistent.pem", "cannot read the certificate file"),
+    ("client", "tls://h:1?timeout=x", "timeout must be a number"),
+])
+def test_tls_ws_uri_errors(reactor, side, uri, message):
+    make = server_endpoint if side == "server" else client_endpoint
+    with pytest.raises(ValueError, match=message):
+        make(reactor, uri)
