@@ -17,8 +17,11 @@ accept the same options, validate them the same way and build the same service:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
-from collections.abc import Callable, Iterable
+import inspect
+import keyword
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from twisted.application.internet import StreamServerEndpointService
@@ -61,6 +64,7 @@ __all__ = [
     "parse_fragment_size",
     "check_listen",
     "load_responder",
+    "parse_responder_args",
     "load_lease_policy",
     "build_service",
     "RSocketServerService",
@@ -95,6 +99,9 @@ class ServerSettings:
     :ivar responder: the ``module:Class`` the responder was loaded from (``None``: the demo).
     :ivar responder_factory: the :class:`~rsocket_tx.responder.Responder` subclass to serve;
         one instance per connection.
+    :ivar responder_args: ``(key, value)`` string pairs (``--responder-arg KEY=VALUE``), passed
+        as keyword arguments to the responder class for each connection (see
+        :meth:`make_responder_factory`).
     :ivar fragment_size: the largest frame sent before payloads are fragmented, in bytes (>= 64;
         ``None``: fragment only beyond the max frame size).
     :ivar max_frame_size: the largest frame accepted, in bytes (64 .. 16 777 215).
@@ -132,6 +139,7 @@ class ServerSettings:
     listen: tuple[str, ...] = (DEFAULT_LISTEN,)
     responder: str | None = None
     responder_factory: type | None = None
+    responder_args: tuple[tuple[str, str], ...] = ()
     fragment_size: int | None = None
     max_frame_size: int = MAX_FRAME_SIZE
     max_reassembled_size: int = 67_108_864
@@ -152,6 +160,18 @@ class ServerSettings:
     lease_policy_factory: Callable | None = None
     lease_grace: int = DEFAULT_LEASE_GRACE
     debug: bool = False
+
+    def make_responder_factory(self, cls: type | None = None) -> Callable:
+        """The zero-argument callable making one responder per connection: ``cls`` (default:
+        :attr:`responder_factory`, else the demo responder) called with :attr:`responder_args`
+        as keyword arguments."""
+        if cls is None:
+            from .demo import DemoResponder
+
+            cls = self.responder_factory or DemoResponder
+        if not self.responder_args:
+            return cls
+        return functools.partial(cls, **dict(self.responder_args))
 
     def make_lease_policy(self):
         """The :class:`~rsocket_tx.lease.LeasePolicy` these settings describe: the one of
@@ -203,6 +223,8 @@ class ServerOption:
     :ivar metavar: the value's placeholder in the help.
     :ivar help: the help text (says the unit and the default).
     :ivar aliases: more long names (``rsocket-tx`` only; twistd options have one name).
+    :ivar repeatable: the option may be given several times; the face collects the values in a
+        list (argparse ``action="append"``), in the order given.
     """
 
     name: str
@@ -210,6 +232,7 @@ class ServerOption:
     metavar: str
     help: str
     aliases: tuple[str, ...] = ()
+    repeatable: bool = False
 
 
 #: The options with a value of the server faces (``--listen`` and ``--debug`` are handled by
@@ -221,6 +244,16 @@ SERVER_OPTIONS: tuple[ServerOption, ...] = (
         "MODULE:CLASS",
         "the Responder subclass to serve, as package.module:Class (default: the demo responder,"
         " rsocket_tx.demo:DemoResponder)",
+    ),
+    ServerOption(
+        "responder-arg",
+        "responder_args",
+        "KEY=VALUE",
+        "a keyword argument (a string) for the --responder class, which is called with them for"
+        " each connection (e.g. --responder rsocket_tx.streamlog:StreamLogResponder"
+        " --responder-arg path=/var/lib/rsocket/log.db); repeat for several; the class is"
+        " called once at start-up to check them",
+        repeatable=True,
     ),
     ServerOption(
         "fragment-size",
@@ -473,6 +506,78 @@ def load_responder(spec: str) -> type:
     return obj
 
 
+#: Most ``--responder-arg`` options, and the longest one, in characters.
+MAX_RESPONDER_ARGS = 256
+MAX_RESPONDER_ARG_LENGTH = 65_536
+
+
+def parse_responder_args(values) -> tuple[tuple[str, str], ...]:
+    """Validate ``--responder-arg KEY=VALUE`` options.
+
+    :param values: ``None`` (none), one ``"KEY=VALUE"`` string, an iterable of them, or a
+        mapping of key to value (values are converted with ``str``).
+    :returns: ``((key, value), ...)`` in the order given.
+    :raises SettingsError: no ``=``, a key that is not a Python identifier (or is a keyword),
+        a key given twice, more than 256 options, or an option longer than 65,536 characters.
+    """
+    if values is None:
+        return ()
+    if isinstance(values, Mapping):
+        items = [f"{key}={value}" for key, value in values.items()]
+    elif isinstance(values, str):
+        items = [values]
+    else:
+        items = list(values)
+    if len(items) > MAX_RESPONDER_ARGS:
+        raise SettingsError(f"--responder-arg: at most {MAX_RESPONDER_ARGS} are accepted, got "
+                            f"{len(items)}")
+    pairs: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, str):
+            raise SettingsError(f"--responder-arg: expected KEY=VALUE, got {item!r}")
+        if len(item) > MAX_RESPONDER_ARG_LENGTH:
+            raise SettingsError(f"--responder-arg: longer than {MAX_RESPONDER_ARG_LENGTH} "
+                                f"characters: {item[:40]!r}...")
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise SettingsError(f"--responder-arg: expected KEY=VALUE, got {item!r} (no '=')")
+        if not key.isidentifier() or keyword.iskeyword(key):
+            raise SettingsError(f"--responder-arg: the key must be a Python identifier (a "
+                                f"keyword argument name), got {key!r} in {item!r}")
+        if key in pairs:
+            raise SettingsError(f"--responder-arg: {key} is given twice")
+        pairs[key] = value
+    return tuple(pairs.items())
+
+
+def _check_responder_args(name: str, cls, args: tuple[tuple[str, str], ...]) -> None:
+    """Check that ``cls`` accepts ``args`` as keyword arguments, by calling it once.
+
+    :raises SettingsError: saying which argument it does not take, or what it raised.
+    """
+    kwargs = dict(args)
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # no signature to check against: the call will tell
+        signature = None
+    if signature is not None:
+        accepted = [p.name for p in signature.parameters.values()
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        try:
+            signature.bind(**kwargs)
+        except TypeError as e:
+            takes = f" (it takes: {', '.join(accepted)})" if accepted else \
+                " (it takes no arguments)"
+            raise SettingsError(f"--responder-arg: {name}: {e}{takes}") from None
+    try:
+        cls(**kwargs)
+    except Exception as e:
+        raise SettingsError(f"--responder-arg: {name} rejected "
+                            f"{' '.join(f'{k}={v}' for k, v in args)}: "
+                            f"{type(e).__name__}: {e}") from None
+
+
 def load_lease_policy(spec: str) -> Callable:
     """Import the lease policy named ``spec``.
 
@@ -560,6 +665,7 @@ def parse_server_settings(
     *,
     listen: Iterable[str] | None = None,
     responder=None,
+    responder_args=None,
     fragment_size=None,
     max_frame_size=None,
     max_reassembled_size=None,
@@ -586,6 +692,9 @@ def parse_server_settings(
 
     :param listen: endpoint descriptions / URIs (``None`` or empty: ``tcp:7878``).
     :param responder: ``package.module:Class`` or a Responder subclass (``None``: the demo).
+    :param responder_args: ``"KEY=VALUE"`` strings (or one, or a mapping): keyword arguments
+        of the responder class (see :func:`parse_responder_args`); the class is called once with
+        them, to check that it accepts them.
     :param fragment_size: bytes, >= 64 (``None``: no fragmentation below the max frame size).
     :param max_frame_size: bytes, 64 .. 16 777 215.
     :param max_reassembled_size: bytes, >= 1.
@@ -629,6 +738,9 @@ def parse_server_settings(
             raise SettingsError(f"--responder: {responder!r} is not a Responder subclass")
         responder_name = f"{responder.__module__}:{responder.__qualname__}"
         responder_factory = responder
+    args = parse_responder_args(responder_args)
+    if args:
+        _check_responder_args(responder_name or "the demo responder", responder_factory, args)
 
     fragment_size = parse_fragment_size(fragment_size)
     defaults = ServerSettings()
@@ -642,6 +754,7 @@ def parse_server_settings(
         listen=specs,
         responder=responder_name,
         responder_factory=responder_factory,
+        responder_args=args,
         fragment_size=fragment_size,
         resume=bool(resume),
         **numbers,
@@ -914,7 +1027,8 @@ def build_service(settings: ServerSettings, reactor=None) -> RSocketServerServic
     from .demo import DemoResponder
     from .protocol import RSocketServerFactory
 
-    responder = _keepalive_limited(settings.responder_factory or DemoResponder, settings)
+    responder = settings.make_responder_factory(
+        _keepalive_limited(settings.responder_factory or DemoResponder, settings))
     factory = RSocketServerFactory(
         responder,
         reactor=reactor,
@@ -956,12 +1070,20 @@ class Options(usage.Options):
         " request-channel, count request-stream, log fire-and-forget and metadata-push)."
     )
     optFlags = [["debug", None, DEBUG_HELP]] + [[f.name, None, f.help] for f in SERVER_FLAGS]
-    optParameters = [[o.name, None, None, o.help] for o in SERVER_OPTIONS]
+    optParameters = [[o.name, None, None, o.help] for o in SERVER_OPTIONS if not o.repeatable]
     compData = usage.Completions(optActions={"listen": usage.CompleteList([DEFAULT_LISTEN])})
 
     def __init__(self) -> None:
         super().__init__()
         self["listen"] = []
+        for option in SERVER_OPTIONS:
+            if option.repeatable:
+                self[option.name] = []
+
+    def opt_responder_arg(self, value: str) -> None:
+        self["responder-arg"].append(value)
+
+    opt_responder_arg.__doc__ = next(o.help for o in SERVER_OPTIONS if o.name == "responder-arg")
 
     def opt_listen(self, endpoint: str) -> None:
         self["listen"].append(endpoint)

@@ -213,6 +213,88 @@ def test_parse_server_settings_rejects_non_responder_class():
         parse_server_settings(responder=NotAResponder)
 
 
+class ConfiguredResponder(Responder):
+    """A responder taking keyword arguments (importable as test_tap:ConfiguredResponder)."""
+
+    made: list = []
+
+    def __init__(self, *, greeting: str = "hello", times="1") -> None:
+        self.greeting = greeting
+        self.times = int(times)  # ValueError for a non-number: a responder rejecting its args
+        if self.times < 1:
+            raise ValueError(f"times must be >= 1, got {self.times}")
+        self.made.append(self)
+
+    def request_response(self, payload):
+        return Payload(self.greeting.encode() * self.times)
+
+
+def test_responder_args_are_keyword_arguments_of_the_responder(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    settings = parse("--responder", "test_tap:ConfiguredResponder", "--responder-arg",
+                     "greeting=hi=there", "--responder-arg", " times = 2")["settings"]
+    # split at the first "=", the key stripped, the value kept as typed (a string)
+    assert settings.responder_args == (("greeting", "hi=there"), ("times", " 2"))
+    responder = settings.make_responder_factory()()
+    assert (type(responder).__name__, responder.greeting, responder.times) == \
+        ("ConfiguredResponder", "hi=there", 2)
+    # without any: the class itself, as before
+    plain = parse("--responder", "test_tap:ConfiguredResponder")["settings"]
+    assert plain.responder_args == () and plain.make_responder_factory() is \
+        plain.responder_factory
+
+
+def test_parse_server_settings_takes_responder_args_in_several_forms():
+    for form in ("times=3", ["times=3"], {"times": 3}):
+        settings = parse_server_settings(responder=ConfiguredResponder, responder_args=form)
+        assert settings.responder_args == (("times", "3"),)
+
+
+def test_build_service_passes_responder_args_to_every_connection(recording_factory):
+    settings = parse_server_settings(responder=ConfiguredResponder,
+                                     responder_args=["greeting=yo", "times=2"],
+                                     min_keepalive_interval=1000)
+    factory = build_service(settings).factory.responder_factory
+    ConfiguredResponder.made = []
+    one, two = factory(), factory()
+    assert one is not two and ConfiguredResponder.made == [one, two]
+    assert (one.greeting, one.times) == ("yo", 2)
+    # the keepalive limits still apply to the configured class
+    with pytest.raises(UnsupportedSetupError):
+        one.accept_setup(_setup(keepalive_interval=10))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--responder-arg", "novalue"), "--responder-arg: expected KEY=VALUE, got 'novalue'"),
+        (("--responder-arg", "=v"), "the key must be a Python identifier"),
+        (("--responder-arg", "a-b=1"), "the key must be a Python identifier"),
+        (("--responder-arg", "class=1"), "the key must be a Python identifier"),
+        (("--responder-arg", "times=1", "--responder-arg", "times=2"), "times is given twice"),
+        (("--responder-arg", "times=x"),
+         "ConfiguredResponder rejected times=x: ValueError: invalid literal"),
+        (("--responder-arg", "times=0"), "rejected times=0: ValueError: times must be >= 1"),
+        (("--responder-arg", "colour=red"),
+         "ConfiguredResponder: got an unexpected keyword argument 'colour' (it takes: "
+         "greeting, times)"),
+    ],
+)
+def test_bad_responder_args(argv, message, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    assert message in usage_error("--responder", "test_tap:ConfiguredResponder", *argv)
+
+
+def test_responder_args_for_the_demo_responder_are_refused():
+    assert "the demo responder: got an unexpected keyword argument 'x' (it takes no " \
+        "arguments)" in usage_error("--responder-arg", "x=1")
+
+
+def test_too_many_responder_args():
+    with pytest.raises(SettingsError, match="at most 256"):
+        parse_server_settings(responder_args=[f"k{i}=v" for i in range(257)])
+
+
 def test_settings_error_is_a_value_error():
     assert issubclass(SettingsError, ValueError)
 
@@ -228,6 +310,7 @@ def test_usage_text_lists_options():
         "--setup-timeout",
         "--min-keepalive-interval",
         "--max-lifetime-limit",
+        "--responder-arg",
         "--debug",
     ):
         assert option in text
