@@ -5,8 +5,9 @@ as ``twistd -n rsocket`` in a subprocess.
   ``tests/interop/install_peers.sh``): if they are not, the tests FAIL with the message of
   :func:`peers.ensure_installed` — they are never skipped for that.
 * :class:`OurServer` starts ``twistd -n --pidfile= rsocket --listen
-  tcp:port=0:interface=127.0.0.1 …``, learns its port from the ``RSocket server listening on``
-  log line (with a deadline), keeps every line it logs (``--debug`` adds one line per frame)
+  tcp:port=0:interface=127.0.0.1 --listen ws:port=0:interface=127.0.0.1:path=/rsocket …`` (one
+  process serving TCP and WebSocket), learns its ports from the ``RSocket server listening on``
+  log lines (with a deadline), keeps every line it logs (``--debug`` adds one line per frame)
   and is always terminated.  The module fixtures start each server once per module.
 * ``peer_server(peer, **options)`` starts a peer's demo server once per module per option set.
 * ``routing_peers_installed`` and ``no_logged_errors`` are for the modules that ask for them
@@ -39,7 +40,12 @@ WAIT = 15.0
 
 INTEROP_RESPONDER = "tests.interop.responders:InteropResponder"
 
-_LISTENING = re.compile(r"RSocket server listening on 127\.0\.0\.1:(\d+)")
+_LISTENING = re.compile(r"RSocket server listening on 127\.0\.0\.1:(\d+) \(endpoint (\S+)\)")
+#: --listen of our server per transport (the WebSocket one at peers.WS_PATH)
+LISTEN = {
+    "tcp": "tcp:port=0:interface=127.0.0.1",
+    "ws": f"ws:port=0:interface=127.0.0.1:path={peers.WS_PATH}",
+}
 _PROBLEM = re.compile(r"#(warn|error|critical)\]|Traceback|Unhandled")
 _FRAME = re.compile(r"\[rsocket_tx\.frames#debug\] (send|recv) (\S+) stream=(\d+)(.*)$")
 
@@ -95,8 +101,9 @@ def no_logged_errors():
 # Our server: twistd -n rsocket
 # ---------------------------------------------------------------------------------------------
 
-def twistd_argv(*options: str) -> list[str]:
-    """argv running ``twistd`` from the interpreter's environment (the project venv)."""
+def twistd_argv(*options: str, listen=(LISTEN["tcp"],)) -> list[str]:
+    """argv running ``twistd`` from the interpreter's environment (the project venv), listening
+    on every endpoint string of ``listen``."""
     script = Path(sys.executable).parent / "twistd"
     if script.exists():
         head = [str(script)]
@@ -104,8 +111,8 @@ def twistd_argv(*options: str) -> list[str]:
         head = [sys.executable, "-c",
                 "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; "
                 "run()"]
-    return head + ["-n", "--pidfile=", "rsocket",
-                   "--listen", "tcp:port=0:interface=127.0.0.1", *options]
+    listens = [arg for spec in listen for arg in ("--listen", spec)]
+    return head + ["-n", "--pidfile=", "rsocket", *listens, *options]
 
 
 class Frame:
@@ -132,13 +139,16 @@ class Frame:
 class OurServer:
     """``twistd -n rsocket`` in a subprocess.
 
-    :ivar port: the TCP port it listens on (127.0.0.1).
+    :ivar port: the TCP port it listens on (127.0.0.1), None without TCP.
+    :ivar ports: transport (``tcp``, ``ws``) -> port, one per ``transports``.
     :ivar lines: every line it printed so far (stdout and stderr interleaved).
     """
 
-    def __init__(self, *options: str, name: str = "our server") -> None:
+    def __init__(self, *options: str, name: str = "our server",
+                 transports=("tcp",)) -> None:
         self.name = name
-        self.argv = twistd_argv(*options)
+        self.transports = tuple(transports)
+        self.argv = twistd_argv(*options, listen=[LISTEN[t] for t in self.transports])
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         # the repository root on sys.path: twistd finds twisted/plugins/rsocket_tx_plugin.py
         # and tests.interop.responders there whatever the install mode
@@ -153,12 +163,24 @@ class OurServer:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.port: int | None = None
+        self.ports: dict[str, int] = {}
         try:
-            match = self.wait_line(_LISTENING, since=0, timeout=STARTUP_TIMEOUT)
+            since = 0
+            while len(self.ports) < len(self.transports):
+                match = self.wait_line(_LISTENING, since=since, timeout=STARTUP_TIMEOUT)
+                since = self.lines.index(match.string) + 1
+                for transport in self.transports:
+                    if match.group(2) == LISTEN[transport]:
+                        self.ports[transport] = int(match.group(1))
         except BaseException:
             self.stop()
             raise
-        self.port = int(match.group(1))
+        self.port = self.ports.get("tcp")
+
+    def port_for(self, transport: str) -> int:
+        """The port serving ``transport`` (a :data:`peers.TRANSPORTS` name: every ``ws*``
+        is our WebSocket endpoint)."""
+        return self.ports["tcp" if transport == "tcp" else "ws"]
 
     def _read(self) -> None:
         for raw in iter(self.process.stdout.readline, b""):
@@ -282,8 +304,8 @@ def our_server_class():
 
 @pytest.fixture(scope="module")
 def our_server():
-    """InteropResponder, no fragmentation, frame log on."""
-    server = OurServer("--responder", INTEROP_RESPONDER, "--debug",
+    """InteropResponder, no fragmentation, frame log on; TCP and WebSocket (``port_for``)."""
+    server = OurServer("--responder", INTEROP_RESPONDER, "--debug", transports=("tcp", "ws"),
                        name="twistd rsocket (InteropResponder)")
     yield server
     server.stop_and_check()
@@ -293,6 +315,7 @@ def our_server():
 def our_fragmenting_server():
     """InteropResponder, ``--fragment-size 64`` (no frame larger than 64 bytes), frame log on."""
     server = OurServer("--responder", INTEROP_RESPONDER, "--fragment-size", "64", "--debug",
+                       transports=("tcp", "ws"),
                        name="twistd rsocket (InteropResponder, --fragment-size 64)")
     yield server
     server.stop_and_check()
@@ -301,7 +324,7 @@ def our_fragmenting_server():
 @pytest.fixture(scope="module")
 def demo_server():
     """The plugin's default responder (rsocket_tx.demo.DemoResponder)."""
-    server = OurServer(name="twistd rsocket (demo responder)")
+    server = OurServer(transports=("tcp", "ws"), name="twistd rsocket (demo responder)")
     yield server
     server.stop_and_check()
 
@@ -312,15 +335,17 @@ def demo_server():
 
 @pytest.fixture(scope="module")
 def peer_server():
-    """``await peer_server(peer, **options)``: that peer's demo server started with ``options``
-    (see :func:`peers.start_server`), once per module per option set, all stopped at the end of
-    the module.  Returns a Deferred (the start runs in a thread: the reactor never blocks).
+    """``await peer_server(peer, transport="tcp", **options)``: that peer's demo server on
+    ``transport`` started with ``options`` (see :func:`peers.start_server`), once per module per
+    transport and option set, all stopped at the end of the module.  Returns a Deferred (the
+    start runs in a thread: the reactor never blocks).
     """
     from twisted.internet.defer import succeed
 
     started: dict = {}
 
-    def get(peer: str, **options):
+    def get(peer: str, transport: str = "tcp", **options):
+        options["transport"] = transport
         key = (peer, tuple(sorted(options.items())))
         server = started.get(key)
         if server is not None:

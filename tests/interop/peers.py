@@ -10,12 +10,16 @@ rsocket-js-1.0.0-alpha.3 node    ``peers/js-1.0.0-alpha.3/{server,client}.js``
 rsocket-js-0.0.27        node    ``peers/js-0.0.27/{server,client}.js``
 ======================== ======= ==================================================
 
+Every program speaks TCP and WebSocket (``transport=``: ``tcp``, ``ws``, and for rsocket-py
+also ``ws-websockets``; see :data:`TRANSPORTS`, :func:`targets`, README.md "WebSocket").
+
 Install with ``tests/interop/install_peers.sh`` (npm into the two js folders; pip for
 rsocket-py if missing).  :func:`ensure_installed` says so when something is missing.
 
-Servers (:func:`start_server`) listen on 127.0.0.1, run the *demo responder* and report
-what they receive as JSON events; clients (:func:`run_client`) run ONE interaction against
-a port and return its JSON result.  Everything is bounded by timeouts; nothing sleeps.
+Servers (:func:`start_server`) listen on 127.0.0.1 (``.url`` says how to reach them), run
+the *demo responder* and report what they receive as JSON events; clients
+(:func:`run_client`) run ONE interaction against a port and return its JSON result.
+Everything is bounded by timeouts; nothing sleeps.
 
 Payload encoding (both directions, all peers)
 ---------------------------------------------
@@ -79,6 +83,15 @@ EXIT_RSOCKET_ERROR = 1
 EXIT_FAILURE = 2
 EXIT_UNSUPPORTED = 3
 
+#: Transports of the peer programs.  ``ws`` is each peer's own WebSocket transport
+#: (rsocket-py: aiohttp, its ``websocket_client``/``websocket_handler_factory`` helpers;
+#: rsocket-js: the ``rsocket-websocket-client``/``-server`` packages of its version);
+#: ``ws-websockets`` is rsocket-py's second one, on the ``websockets`` library.  One RSocket
+#: frame per binary WebSocket message, no length prefix.  See README.md, "WebSocket".
+TRANSPORTS = ("tcp", "ws", "ws-websockets")
+#: URL path of the WebSocket servers (ours and the peers'; the js peers accept any path)
+WS_PATH = "/rsocket"
+
 INTERACTIONS = (
     "request-response",
     "fire-and-forget",
@@ -130,16 +143,34 @@ class Peer:
     default_completion: str
     #: npm packages that must be installed in ``directory`` (name -> exact version)
     npm_packages: tuple[tuple[str, str], ...] = ()
+    #: transports its programs speak (:data:`TRANSPORTS`)
+    transports: tuple[str, ...] = ("tcp", "ws")
 
     def _argv(self, script: str) -> list[str]:
         executable = PYTHON if self.runtime == "python" else NODE
         return [executable, str(self.directory / script)]
 
+    def transport_args(self, transport: str, path: str = WS_PATH) -> list[str]:
+        """The ``--transport``/``--path``/``--ws-library`` flags of ``transport``.
+
+        :raises ValueError: the peer does not speak ``transport``.
+        """
+        if transport not in self.transports:
+            raise ValueError(f"{self.name} speaks {self.transports}, not {transport!r}")
+        if transport == "tcp":
+            return []
+        argv = ["--transport", "ws", "--path", path]
+        if transport == "ws-websockets":
+            argv += ["--ws-library", "websockets"]
+        return argv
+
     def server_command(self, port: int = 0, *, fragment: int | None = None,
                        completion: str | None = None, request_n: int | None = None,
-                       timeout: int = 600, watch_stdin: bool = True) -> list[str]:
+                       timeout: int = 600, watch_stdin: bool = True,
+                       transport: str = "tcp", path: str = WS_PATH) -> list[str]:
         """argv of the server program (see :func:`start_server` for the options)."""
         argv = self._argv(self.server_script) + ["--port", str(port), "--timeout", str(timeout)]
+        argv += self.transport_args(transport, path)
         if fragment is not None:
             argv += ["--fragment", str(fragment)]
         if completion is not None:
@@ -150,11 +181,13 @@ class Peer:
             argv.append("--watch-stdin")
         return argv
 
-    def client_command(self, port: int, interaction: str, **options) -> list[str]:
+    def client_command(self, port: int, interaction: str, *, transport: str = "tcp",
+                       path: str = WS_PATH, **options) -> list[str]:
         """argv of the client program (see :func:`run_client` for the options)."""
         if interaction not in INTERACTIONS:
             raise ValueError(f"unknown interaction {interaction!r}; one of {INTERACTIONS}")
         argv = self._argv(self.client_script) + [interaction, "--port", str(port)]
+        argv += self.transport_args(transport, path)
         for name, value in options.items():
             if value is None or value is False:
                 continue
@@ -184,6 +217,7 @@ PEERS: dict[str, Peer] = {
         server_script="server.py",
         client_script="client.py",
         default_completion="flag",
+        transports=("tcp", "ws", "ws-websockets"),
     ),
     "rsocket-js-1.0.0-alpha.3": Peer(
         name="rsocket-js-1.0.0-alpha.3",
@@ -193,7 +227,9 @@ PEERS: dict[str, Peer] = {
         client_script="client.js",
         default_completion="frame",
         npm_packages=(("rsocket-core", "1.0.0-alpha.3"), ("rsocket-tcp-server", "1.0.0-alpha.3"),
-                      ("rsocket-tcp-client", "1.0.0-alpha.3")),
+                      ("rsocket-tcp-client", "1.0.0-alpha.3"),
+                      ("rsocket-websocket-server", "1.0.0-alpha.3"),
+                      ("rsocket-websocket-client", "1.0.0-alpha.3"), ("ws", "8.23.0")),
     ),
     "rsocket-js-0.0.27": Peer(
         name="rsocket-js-0.0.27",
@@ -203,7 +239,9 @@ PEERS: dict[str, Peer] = {
         client_script="client.js",
         default_completion="frame",
         npm_packages=(("rsocket-core", "0.0.27"), ("rsocket-tcp-server", "0.0.27"),
-                      ("rsocket-tcp-client", "0.0.27"), ("rsocket-flowable", "0.0.27")),
+                      ("rsocket-tcp-client", "0.0.27"), ("rsocket-flowable", "0.0.27"),
+                      ("rsocket-websocket-server", "0.0.27"),
+                      ("rsocket-websocket-client", "0.0.27"), ("ws", "8.23.0")),
     ),
 }
 
@@ -370,26 +408,56 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
 }
 
 
-def supports(peer: str, capability: str) -> bool:
-    """Whether ``peer`` can do ``capability`` (a key of :data:`CAPABILITIES`)."""
-    return CAPABILITIES[peer][capability][0]
+#: Capabilities that differ on a transport: ``(peer, transport) -> {capability: (supported,
+#: reason)}``, on top of :data:`CAPABILITIES` (which describes TCP).  Checked like the TCP
+#: table: selfcheck.py --transport ws, and against rsocket_tx (README.md, "WebSocket").
+_WS_SETUP = ("over WebSocket a frame is one binary message: rsocket-py's SETUP (with a payload) "
+             "goes out as one message, so nothing is split")
+TRANSPORT_CAPABILITIES: dict[tuple[str, str], dict[str, tuple[bool, str]]] = {
+    (_PY, "ws"): {"client:setup-single-write": (True, _WS_SETUP)},
+    (_PY, "ws-websockets"): {"client:setup-single-write": (True, _WS_SETUP)},
+    (_JS1, "ws"): {"server:survives-split-setup": (True, "over WebSocket a SETUP cannot be "
+                                                         "split (one message per frame)")},
+}
 
 
-def reason(peer: str, capability: str) -> str:
+def _capability(peer: str, capability: str, transport: str) -> tuple[bool, str]:
+    override = TRANSPORT_CAPABILITIES.get((peer, transport), {})
+    if capability in override:
+        return override[capability]
+    return CAPABILITIES[peer][capability]
+
+
+def supports(peer: str, capability: str, transport: str = "tcp") -> bool:
+    """Whether ``peer`` can do ``capability`` (a key of :data:`CAPABILITIES`) on
+    ``transport``."""
+    return _capability(peer, capability, transport)[0]
+
+
+def reason(peer: str, capability: str, transport: str = "tcp") -> str:
     """The explanation recorded for ``capability`` of ``peer`` (why not, or how)."""
-    return CAPABILITIES[peer][capability][1]
+    return _capability(peer, capability, transport)[1]
 
 
-def unsupported_reason(peer: str, *capabilities: str) -> str | None:
-    """The reason of the first capability ``peer`` lacks, or None if it has them all.
+def unsupported_reason(peer: str, *capabilities: str, transport: str = "tcp") -> str | None:
+    """The reason of the first capability ``peer`` lacks on ``transport``, or None if it has
+    them all.
 
     Meant for ``pytest.skip(...)``/``xfail`` messages.
     """
     for capability in capabilities:
-        supported, why = CAPABILITIES[peer][capability]
+        supported, why = _capability(peer, capability, transport)
         if not supported:
-            return f"{peer} lacks {capability}: {why}"
+            where = "" if transport == "tcp" else f" over {transport}"
+            return f"{peer} lacks {capability}{where}: {why}"
     return None
+
+
+def targets(transports=TRANSPORTS) -> list[tuple[str, str]]:
+    """Every ``(peer, transport)`` pair the peers speak, restricted to ``transports``: the
+    parametrization of the interop tests."""
+    return [(name, transport) for name, peer in PEERS.items() for transport in peer.transports
+            if transport in transports]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,11 +511,13 @@ def ensure_installed(peers=None) -> None:
             problems += _npm_problems(peer, peer.npm_packages)
         else:
             check = subprocess.run(
-                [PYTHON, "-c", "import importlib.metadata as m; print(m.version('rsocket'))"],
+                [PYTHON, "-c", "import importlib.metadata as m, aiohttp, websockets; "
+                               "print(m.version('rsocket'))"],
                 capture_output=True, text=True, timeout=60,
             )
             if check.returncode != 0:
-                problems.append(f"{name}: rsocket not importable by {PYTHON}")
+                problems.append(f"{name}: rsocket, aiohttp or websockets not importable by "
+                                f"{PYTHON}")
             elif check.stdout.strip() != "0.4.20":
                 problems.append(f"{name}: rsocket {check.stdout.strip()} installed, "
                                 "expected 0.4.20")
@@ -505,6 +575,8 @@ class PeerServer:
 
     :ivar peer: peer name.  :ivar process: the :class:`subprocess.Popen`.
     :ivar port: the TCP port it listens on (127.0.0.1).
+    :ivar transport: ``tcp``, ``ws`` or ``ws-websockets`` (:data:`TRANSPORTS`).
+    :ivar path: URL path of a WebSocket server.
     :ivar events: every JSON event consumed so far by the ``*event*`` methods.
     """
 
@@ -513,6 +585,8 @@ class PeerServer:
         self.process = process
         self.argv = argv
         self.port: int | None = None
+        self.transport = "tcp"
+        self.path = WS_PATH
         self.events: list[dict] = []
         self._lines: queue.Queue = queue.Queue()
         self._eof = False
@@ -523,6 +597,14 @@ class PeerServer:
 
     def __iter__(self):
         return iter((self.process, self.port))
+
+    @property
+    def url(self) -> str:
+        """Where our client connects: ``tcp://127.0.0.1:PORT`` or ``ws://127.0.0.1:PORT/PATH``
+        (``ws-websockets`` is a ``ws://`` server too)."""
+        if self.transport == "tcp":
+            return f"tcp://{HOST}:{self.port}"
+        return f"ws://{HOST}:{self.port}{self.path}"
 
     def __enter__(self) -> PeerServer:
         return self
@@ -647,26 +729,36 @@ def _json_or_none(line: str, key: str):
 
 def start_server(peer: str, port: int = 0, fragment: int | None = None, *,
                  completion: str | None = None, request_n: int | None = None,
+                 transport: str = "tcp", path: str = WS_PATH,
                  startup_timeout: float = 30.0, lifetime: int = 600) -> PeerServer:
     """Start ``peer``'s demo server and wait (reading its stdout) until it listens.
 
     :param peer: a key of :data:`PEERS`.
     :param port: TCP port on 127.0.0.1, 0 = any free port (read back from ``.port``).
     :param fragment: fragment responses (rsocket-py only; size counts the whole frame incl.
-        the 3-byte length prefix, >= 64).
+        the 3-byte length prefix on TCP, the frame alone on WebSocket, >= 64).
     :param completion: ``"flag"`` (C on the last PAYLOAD) or ``"frame"`` (separate PAYLOAD[C])
         for streams and channels; None = the peer's default (:attr:`Peer.default_completion`).
     :param request_n: credit batch the channel responder grants (default 256).
+    :param transport: one of the peer's :attr:`Peer.transports` (:data:`TRANSPORTS`).
+    :param path: URL path of a WebSocket server (rsocket-py aiohttp serves only that path;
+        the others accept any).
     :param startup_timeout: seconds to wait for ``LISTENING``.
     :param lifetime: seconds after which the server exits by itself.
     :returns: a :class:`PeerServer` (also unpacks as ``(process, port)``); stop it with
-        ``.stop()`` or use it as a context manager.
+        ``.stop()`` or use it as a context manager.  ``.transport`` and ``.url`` say how to
+        reach it.
     :raises PeerUnsupported: the peer cannot do the requested option.
     :raises PeerFailure: it did not start.
+    :raises ValueError: the peer does not speak ``transport``.
     """
     argv = PEERS[peer].server_command(port, fragment=fragment, completion=completion,
-                                      request_n=request_n, timeout=lifetime)
-    return _start_program(peer, argv, PEERS[peer].directory, startup_timeout)
+                                      request_n=request_n, timeout=lifetime,
+                                      transport=transport, path=path)
+    server = _start_program(peer, argv, PEERS[peer].directory, startup_timeout)
+    server.transport = transport
+    server.path = path
+    return server
 
 
 def _start_program(label: str, argv: list[str], cwd: Path, startup_timeout: float
@@ -699,6 +791,8 @@ def run_client(peer: str, port: int, interaction: str, *, timeout: float | None 
     :param interaction: one of :data:`INTERACTIONS`.
     :param timeout: seconds for the whole run (default: the client's own ``timeout`` option
         (30) + 15); the process is killed after it.
+    :param transport: (keyword) one of the peer's :attr:`Peer.transports`, default ``tcp``;
+        ``path`` (keyword): the WebSocket URL path (default :data:`WS_PATH`).
     :param options: ``data``/``metadata`` (str = UTF-8, bytes = raw), ``data_size``,
         ``metadata_size`` (bytes of :func:`pattern`), ``request_n`` (credit batch: the client
         requests that many, and again after each batch), ``take`` (cancel after that many

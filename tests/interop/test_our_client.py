@@ -31,6 +31,9 @@ from rsocket_tx.core.frames import FrameType
 pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("no_logged_errors")]
 
 PEERS = list(peers.PEERS)
+#: (peer, transport): every peer server over TCP and over WebSocket (rsocket-py with both of
+#: its WebSocket libraries), our client connecting with the matching tcp:// or ws:// endpoint
+TARGETS = peers.targets()
 BIG = 100_000
 BIG_METADATA = 1_000
 #: our fragment size in the fragmentation cases (bytes per frame, the minimum we accept)
@@ -47,9 +50,10 @@ VARIANT = {
 }
 
 
-def need(peer: str, *capabilities: str) -> None:
-    """Skip when the peer library lacks a capability (reason from the capability table)."""
-    why = unsupported_reason(peer, *capabilities)
+def need(peer: str, transport: str, *capabilities: str) -> None:
+    """Skip when the peer library lacks a capability on ``transport`` (reason from the
+    capability table)."""
+    why = unsupported_reason(peer, *capabilities, transport=transport)
     if why is not None:
         pytest.skip(why)
 
@@ -126,6 +130,12 @@ class Wire:
         return None
 
 
+def endpoint_of(server):
+    """What connect() is given for a peer server: its URI, ``tcp://127.0.0.1:PORT`` or
+    ``ws://127.0.0.1:PORT/rsocket``."""
+    return server.url
+
+
 @pytest_twisted.async_yield_fixture
 async def client():
     """``await client(server, **connect_kwargs)`` -> (RSocket, Wire); all closed afterwards."""
@@ -133,7 +143,7 @@ async def client():
 
     async def open_(server, **kwargs):
         wire = Wire()
-        rsocket = await wait(connect(f"tcp://127.0.0.1:{server.port}", reactor=reactor,
+        rsocket = await wait(connect(endpoint_of(server), reactor=reactor,
                                      frame_logger=wire, **kwargs))
         opened.append(rsocket)
         server.drain_events()  # what earlier tests left behind
@@ -147,11 +157,12 @@ async def client():
 
 @pytest.fixture
 def connected(peer_server, client):
-    """``await connected(peer, **server_options)`` -> (server, RSocket, Wire): ``peer``'s demo
-    server (``peer_server``) and our client connected to it with connect()'s defaults."""
+    """``await connected(peer, transport, **server_options)`` -> (server, RSocket, Wire):
+    ``peer``'s demo server on ``transport`` (``peer_server``) and our client connected to it
+    with connect()'s defaults."""
 
-    async def open_(peer: str, **server_options):
-        server = await peer_server(peer, **server_options)
+    async def open_(peer: str, transport: str = "tcp", **server_options):
+        server = await peer_server(peer, transport, **server_options)
         rsocket, wire = await client(server)
         return server, rsocket, wire
 
@@ -202,12 +213,12 @@ async def expect_application_error(d, message: str) -> None:
 # SETUP
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_setup_with_payload(peer, peer_server, client):
+async def test_setup_with_payload(peer, transport, peer_server, client):
     """Our SETUP (with data and metadata, MIME types, keepalive, lifetime) as the peer sees it.
     It must go out in one write: rsocket-js 1.0.0-alpha.3 crashes on a split SETUP."""
-    server = await peer_server(peer)
+    server = await peer_server(peer, transport)
     rsocket, _ = await client(server, setup_payload=Payload(b"setup-data", b"setup-meta"),
                               data_mime_type="application/json",
                               metadata_mime_type="text/plain", keepalive_interval=15_000,
@@ -224,12 +235,12 @@ async def test_setup_with_payload(peer, peer_server, client):
     assert server.process.poll() is None  # still alive
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_keepalive_answered(peer, peer_server, client):
+async def test_keepalive_answered(peer, transport, peer_server, client):
     """With a 100 ms keepalive interval our KEEPALIVE[R]s are answered (R clear) and the
     connection stays usable: we wait for the 3rd answer, not for a time."""
-    server = await peer_server(peer)
+    server = await peer_server(peer, transport)
     rsocket, wire = await client(server, keepalive_interval=100, max_lifetime=20_000)
 
     def answer(direction, frame):
@@ -247,10 +258,10 @@ async def test_keepalive_answered(peer, peer_server, client):
 # request-response
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_echo_with_metadata(peer, connected):
-    server, rsocket, _ = await connected(peer)
+async def test_request_response_echo_with_metadata(peer, transport, connected):
+    server, rsocket, _ = await connected(peer, transport)
     request = Payload(b"hello " + peer.encode(), b"meta \x00\xff")
     response = await wait(rsocket.request_response(request))
     assert response == Payload(request.data, echoed_metadata(peer, request.metadata))
@@ -258,10 +269,10 @@ async def test_request_response_echo_with_metadata(peer, connected):
     assert payload_bytes(seen) == (request.data, request.metadata)
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_without_metadata(peer, connected):
-    server, rsocket, _ = await connected(peer)
+async def test_request_response_without_metadata(peer, transport, connected):
+    server, rsocket, _ = await connected(peer, transport)
     response = await wait(rsocket.request_response(Payload(b"plain")))
     assert response == Payload(b"plain")
     assert response.metadata is None
@@ -271,11 +282,11 @@ async def test_request_response_without_metadata(peer, connected):
 
 
 @pytest.mark.parametrize("metadata", [None, b"metadata only"], ids=["empty", "metadata-only"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_empty_data(peer, metadata, connected):
+async def test_request_response_empty_data(peer, transport, metadata, connected):
     """Empty data, with or without metadata."""
-    server, rsocket, _ = await connected(peer)
+    server, rsocket, _ = await connected(peer, transport)
     response = await wait(rsocket.request_response(Payload(b"", metadata)))
     if metadata is None and not supports(peer, "server:echo-empty-payload"):
         # rsocket-py completes without a value (PAYLOAD[C], no N): request_response gives None
@@ -288,16 +299,16 @@ async def test_request_response_empty_data(peer, metadata, connected):
 
 
 @pytest.mark.parametrize("fragmentation", ["none", "ours", "theirs", "both"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_100kb(peer, fragmentation, peer_server, client):
+async def test_request_response_100kb(peer, transport, fragmentation, peer_server, client):
     """100 kB data + 1 kB metadata echoed; our request fragmented (fragment_size=64), their
     response fragmented (rsocket-py --fragment 64), both or neither."""
     theirs = fragmentation in ("theirs", "both")
     ours = fragmentation in ("ours", "both")
     if theirs:
-        need(peer, "server:fragment")
-    server = await peer_server(peer, **(VARIANT[peer] if theirs else DEFAULT))
+        need(peer, transport, "server:fragment")
+    server = await peer_server(peer, transport, **(VARIANT[peer] if theirs else DEFAULT))
     rsocket, wire = await client(server, fragment_size=OUR_FRAGMENT if ours else None)
     request = Payload(pattern(BIG), pattern(BIG_METADATA))
     response = await wait(rsocket.request_response(request))
@@ -312,10 +323,10 @@ async def test_request_response_100kb(peer, fragmentation, peer_server, client):
         assert len(sent) > BIG // OUR_FRAGMENT
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_response_application_error(peer, connected):
-    server, rsocket, _ = await connected(peer)
+async def test_request_response_application_error(peer, transport, connected):
+    server, rsocket, _ = await connected(peer, transport)
     message = "boom \u2713 " + peer
     await expect_application_error(
         rsocket.request_response(Payload(b"error:" + message.encode())), message)
@@ -328,10 +339,10 @@ async def test_request_response_application_error(peer, connected):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", ["small", "100kb", "100kb-fragmented"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_fire_and_forget(peer, size, peer_server, client):
-    server = await peer_server(peer)
+async def test_fire_and_forget(peer, transport, size, peer_server, client):
+    server = await peer_server(peer, transport)
     fragmented = size == "100kb-fragmented"
     rsocket, wire = await client(server, fragment_size=OUR_FRAGMENT if fragmented else None)
     if size == "small":
@@ -345,13 +356,13 @@ async def test_fire_and_forget(peer, size, peer_server, client):
         == fragmented
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_fire_and_forget_beyond_max_frame_size(peer, connected):
+async def test_fire_and_forget_beyond_max_frame_size(peer, transport, connected):
     """17 MB cannot fit one frame (24-bit length): we fragment it without being asked.
     (Fire-and-forget: none of the peers can send a payload this large back — the js servers
     never fragment as responders, rsocket-py truncates the length unless told to fragment.)"""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
     data = pattern(17_000_000)
     await wait(rsocket.fire_and_forget(Payload(data, b"big")))
     seen = await event(server, "fnf", Payload(data, b"big"))
@@ -361,12 +372,12 @@ async def test_fire_and_forget_beyond_max_frame_size(peer, connected):
     await assert_usable(rsocket, b"after")
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_metadata_push_to_their_server(peer, connected):
+async def test_metadata_push_to_their_server(peer, transport, connected):
     """Ours to them; the connection keeps working afterwards."""
-    need(peer, "server:metadata-push", "server:keeps-connection-after-metadata-push")
-    server, rsocket, wire = await connected(peer)
+    need(peer, transport, "server:metadata-push", "server:keeps-connection-after-metadata-push")
+    server, rsocket, wire = await connected(peer, transport)
     metadata = b"pushed by rsocket_tx \x00\x01\xfe\xff"
     await wait(rsocket.metadata_push(metadata))
     seen = await event(server, "metadata_push")
@@ -382,16 +393,16 @@ async def test_metadata_push_to_their_server(peer, connected):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant", ["default", "variant"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream(peer, variant, connected):
+async def test_request_stream(peer, transport, variant, connected):
     """5 items; with both completion forms where the peer has them (the stream completes with
     C on the last PAYLOAD or with a separate PAYLOAD[C])."""
     options = VARIANT[peer] if variant == "variant" else DEFAULT
     if variant == "variant" and "completion" not in options:
-        need(peer, "server:completion-flag")
+        need(peer, transport, "server:completion-flag")
     completion = options.get("completion", peers.PEERS[peer].default_completion)
-    server, rsocket, wire = await connected(peer, **options)
+    server, rsocket, wire = await connected(peer, transport, **options)
     stream = rsocket.request_stream(Payload(b"5", b"stream-meta"))
     items = await wait(stream.collect())
     assert items == [Payload(str(i).encode()) for i in range(5)]
@@ -401,11 +412,11 @@ async def test_request_stream(peer, variant, connected):
     assert wire.completion(stream.stream_id) == completion
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_1000_items(peer, connected):
+async def test_request_stream_1000_items(peer, transport, connected):
     """The default prefetch (256): our REQUEST_Ns keep 1000 items flowing, exactly once each."""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
     stream = rsocket.request_stream(Payload(b"1000"))
     items = await wait(stream.collect())
     assert [p.data for p in items] == [str(i).encode() for i in range(1000)]
@@ -414,11 +425,11 @@ async def test_request_stream_1000_items(peer, connected):
     assert request.initial_request_n + sum(ns) >= 1000
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_fragmented_request(peer, peer_server, client):
+async def test_request_stream_fragmented_request(peer, transport, peer_server, client):
     """A REQUEST_STREAM carrying 5000 B of metadata, fragmented at 64 bytes by us."""
-    server = await peer_server(peer)
+    server = await peer_server(peer, transport)
     rsocket, wire = await client(server, fragment_size=OUR_FRAGMENT)
     stream = rsocket.request_stream(Payload(b"3", pattern(5_000)), prefetch=5)
     items = await wait(stream.collect())
@@ -430,11 +441,11 @@ async def test_request_stream_fragmented_request(peer, peer_server, client):
     assert first.follows and first.initial_request_n == 5
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_prefetch_2(peer, connected):
+async def test_request_stream_prefetch_2(peer, transport, connected):
     """prefetch=2: REQUEST_STREAM asks for 2, and we never ask for more than 2 at a time."""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
     stream = rsocket.request_stream(Payload(b"7"), prefetch=2)
     items = []
     async for item in stream:
@@ -448,12 +459,12 @@ async def test_request_stream_prefetch_2(peer, connected):
     await event(server, "request_n", interaction="request-stream", initial=True, n=2)
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_cancel_mid_stream(peer, connected):
+async def test_request_stream_cancel_mid_stream(peer, transport, connected):
     """1000 items asked, 2 at a time; we cancel after 3: the server sees CANCEL, we get nothing
     more, and the connection goes on."""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
     stream = rsocket.request_stream(Payload(b"1000"), prefetch=2)
     assert await take_then_cancel(stream) == [b"0", b"1", b"2"]
     cancelled = await event(server, "cancel", interaction="request-stream")
@@ -465,11 +476,11 @@ async def test_request_stream_cancel_mid_stream(peer, connected):
     await assert_usable(rsocket, b"after cancel")
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_take(peer, connected):
+async def test_request_stream_take(peer, transport, connected):
     """collect(take=4) cancels after the 4th item."""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
     stream = rsocket.request_stream(Payload(b"500"), prefetch=3)
     items = await wait(stream.collect(take=4))
     assert [p.data for p in items] == [b"0", b"1", b"2", b"3"]
@@ -477,10 +488,10 @@ async def test_request_stream_take(peer, connected):
     assert wire.of("send", FrameType.CANCEL, stream.stream_id)
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_stream_application_error(peer, connected):
-    server, rsocket, _ = await connected(peer)
+async def test_request_stream_application_error(peer, transport, connected):
+    server, rsocket, _ = await connected(peer, transport)
     stream = rsocket.request_stream(Payload(b"error:stream boom"))
     await expect_application_error(stream.collect(), "stream boom")
 
@@ -490,14 +501,14 @@ async def test_request_stream_application_error(peer, connected):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant", ["default", "variant"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_echo(peer, variant, connected):
+async def test_request_channel_echo(peer, transport, variant, connected):
     """b"0" in REQUEST_CHANNEL then b"1".."4" (metadata on all), our side completing when the
     iterable ends (a separate PAYLOAD[C]); the variant server grants 2 credits at a time, so
     our outbound waits for REQUEST_N."""
     server, rsocket, wire = await connected(
-        peer, **(VARIANT[peer] if variant == "variant" else DEFAULT))
+        peer, transport, **(VARIANT[peer] if variant == "variant" else DEFAULT))
     metadata = b"chan-meta"
     outbound = [Payload(str(i).encode(), metadata) for i in range(1, 5)]
     stream = rsocket.request_channel(Payload(b"0", metadata), outbound)
@@ -517,11 +528,11 @@ async def test_request_channel_echo(peer, variant, connected):
     assert wire.completion(stream.stream_id) is not None
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_many_with_credit_2(peer, connected):
+async def test_request_channel_many_with_credit_2(peer, transport, connected):
     """20 outbound payloads from an async generator against a server granting 2 at a time."""
-    server, rsocket, wire = await connected(peer, **VARIANT[peer])
+    server, rsocket, wire = await connected(peer, transport, **VARIANT[peer])
 
     async def outbound():
         for i in range(1, 20):
@@ -534,12 +545,12 @@ async def test_request_channel_many_with_credit_2(peer, connected):
     assert sum(granted) >= 19 and all(n == 2 for n in granted), granted
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_complete_in_request(peer, connected):
+async def test_request_channel_complete_in_request(peer, transport, connected):
     """complete=True: C on REQUEST_CHANNEL itself, nothing else from us."""
-    need(peer, "server:channel-initial-complete")
-    server, rsocket, wire = await connected(peer)
+    need(peer, transport, "server:channel-initial-complete")
+    server, rsocket, wire = await connected(peer, transport)
     stream = rsocket.request_channel(Payload(b"only", b"m"), complete=True)
     items = await wait(stream.collect())
     assert items == [Payload(b"only", echoed_metadata(peer, b"m"))]
@@ -552,22 +563,22 @@ async def test_request_channel_complete_in_request(peer, connected):
     assert done["form"] == "request"
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_no_outbound(peer, connected):
+async def test_request_channel_no_outbound(peer, transport, connected):
     """outbound=None also completes our side in REQUEST_CHANNEL (same as complete=True)."""
-    need(peer, "server:channel-initial-complete")
-    server, rsocket, _ = await connected(peer)
+    need(peer, transport, "server:channel-initial-complete")
+    server, rsocket, _ = await connected(peer, transport)
     items = await wait(rsocket.request_channel(Payload(b"solo")).collect())
     assert [p.data for p in items] == [b"solo"]
     done = await event(server, "channel_inbound_complete")
     assert done["form"] == "request"
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_cancel_mid_stream(peer, connected):
-    server, rsocket, wire = await connected(peer)
+async def test_request_channel_cancel_mid_stream(peer, transport, connected):
+    server, rsocket, wire = await connected(peer, transport)
     outbound = [Payload(str(i).encode()) for i in range(1, 30)]
     stream = rsocket.request_channel(Payload(b"0"), outbound, prefetch=2)
     assert await take_then_cancel(stream) == [b"0", b"1", b"2"]
@@ -576,20 +587,20 @@ async def test_request_channel_cancel_mid_stream(peer, connected):
     await assert_usable(rsocket, b"after cancel")
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_application_error_from_them(peer, connected):
-    server, rsocket, _ = await connected(peer)
+async def test_request_channel_application_error_from_them(peer, transport, connected):
+    server, rsocket, _ = await connected(peer, transport)
     stream = rsocket.request_channel(Payload(b"error:channel boom"),
                                      [Payload(b"1"), Payload(b"2")])
     await expect_application_error(stream.collect(), "channel boom")
 
 
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_application_error_from_us(peer, connected):
+async def test_request_channel_application_error_from_us(peer, transport, connected):
     """Our outbound source raises after 2 payloads: ERROR[APPLICATION_ERROR] reaches them."""
-    server, rsocket, wire = await connected(peer)
+    server, rsocket, wire = await connected(peer, transport)
 
     def outbound():
         yield Payload(b"1")
@@ -618,14 +629,14 @@ async def test_request_channel_application_error_from_us(peer, connected):
 
 
 @pytest.mark.parametrize("fragmentation", ["none", "ours", "theirs"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_request_channel_100kb(peer, fragmentation, peer_server, client):
+async def test_request_channel_100kb(peer, transport, fragmentation, peer_server, client):
     """3 payloads of 100 kB data + 1 kB metadata each way."""
     theirs = fragmentation == "theirs"
     if theirs:
-        need(peer, "server:fragment", "server:fragment-stream-payloads")
-    server = await peer_server(peer, **(VARIANT[peer] if theirs else DEFAULT))
+        need(peer, transport, "server:fragment", "server:fragment-stream-payloads")
+    server = await peer_server(peer, transport, **(VARIANT[peer] if theirs else DEFAULT))
     ours = fragmentation == "ours"
     rsocket, wire = await client(server, fragment_size=OUR_FRAGMENT if ours else None)
     payloads = [Payload(bytes([i]) + pattern(BIG - 1), pattern(BIG_METADATA)) for i in range(3)]
@@ -648,16 +659,16 @@ async def test_request_channel_100kb(peer, fragmentation, peer_server, client):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fragmentation", ["none", "ours", "theirs"])
-@pytest.mark.parametrize("peer", PEERS)
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
 @pytest_twisted.ensureDeferred
-async def test_concurrent_interactions(peer, fragmentation, peer_server, client):
+async def test_concurrent_interactions(peer, transport, fragmentation, peer_server, client):
     """3 request-responses of 100 kB, 2 streams and 2 channels of 20 kB payloads in flight
     together on one connection; fragmented (at 64 bytes) by us or by them, the fragments of
     different streams share the wire."""
     theirs = fragmentation == "theirs"
     if theirs:
-        need(peer, "server:fragment", "server:fragment-stream-payloads")
-    server = await peer_server(peer, **(VARIANT[peer] if theirs else DEFAULT))
+        need(peer, transport, "server:fragment", "server:fragment-stream-payloads")
+    server = await peer_server(peer, transport, **(VARIANT[peer] if theirs else DEFAULT))
     rsocket, _ = await client(server,
                               fragment_size=OUR_FRAGMENT if fragmentation == "ours" else None)
     responses = [rsocket.request_response(Payload(bytes([i]) + pattern(BIG - 1),

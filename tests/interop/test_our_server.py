@@ -26,6 +26,9 @@ from peers import datas, digest_of, pattern, payload_bytes, run_client, unsuppor
 pytestmark = pytest.mark.interop
 
 PEERS = list(peers.PEERS)
+#: (peer, transport): every peer client over TCP and over WebSocket (rsocket-py with both of
+#: its WebSocket libraries) against our one server listening on both
+TARGETS = peers.targets()
 BIG = 100_000
 BIG_METADATA = 1_000
 #: fragment size the peer clients are asked for (rsocket-py's minimum; see CAPABILITIES)
@@ -33,9 +36,10 @@ PEER_FRAGMENT = 64
 APPLICATION_ERROR = 0x201
 
 
-def need(peer: str, *capabilities: str) -> None:
-    """Skip when the peer library lacks a capability (reason from the capability table)."""
-    why = unsupported_reason(peer, *capabilities)
+def need(peer: str, transport: str, *capabilities: str) -> None:
+    """Skip when the peer library lacks a capability on ``transport`` (reason from the
+    capability table)."""
+    why = unsupported_reason(peer, *capabilities, transport=transport)
     if why is not None:
         pytest.skip(why)
 
@@ -79,10 +83,11 @@ def check_credit(frames, stream: int = 1) -> list[int]:
 # request-response
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_echo_with_metadata(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_echo_with_metadata(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-response",
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport,
                         data="hello from " + peer, metadata="meta:" + peer)
     assert result["exit_code"] == 0, result
     data, metadata = payload_bytes(result["payload"])
@@ -96,12 +101,13 @@ def test_request_response_echo_with_metadata(peer, our_server):
     assert setup["keepalive"] == 20_000 and setup["lifetime"] == 90_000
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_setup_with_payload(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_setup_with_payload(peer, transport, our_server):
     """The peer's SETUP with data and metadata (rsocket-py writes it in several send() calls:
     our server must reassemble it)."""
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-response", data="x",
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport, data="x",
                         setup_data="setup-data", setup_metadata="setup-meta",
                         keepalive=15_000, lifetime=60_000)
     assert result["exit_code"] == 0, result
@@ -110,10 +116,11 @@ def test_setup_with_payload(peer, our_server):
     assert (setup["keepalive"], setup["lifetime"]) == (15_000, 60_000)
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_without_metadata(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_without_metadata(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-response", data="no metadata here")
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport, data="no metadata here")
     assert result["exit_code"] == 0, result
     data, metadata = payload_bytes(result["payload"])
     assert data == b"no metadata here"
@@ -123,11 +130,12 @@ def test_request_response_without_metadata(peer, our_server):
 
 
 @pytest.mark.parametrize("metadata", [None, "metadata only"], ids=["empty", "metadata-only"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_empty_data(peer, metadata, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_empty_data(peer, transport, metadata, our_server):
     """Empty data, with or without metadata, echoed as such."""
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-response", data="", metadata=metadata)
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport, data="", metadata=metadata)
     assert result["exit_code"] == 0, result
     assert result["payload"] is not None, result
     data, got = payload_bytes(result["payload"])
@@ -141,16 +149,18 @@ def test_request_response_empty_data(peer, metadata, our_server):
 
 
 @pytest.mark.parametrize("fragmentation", ["none", "peer", "ours", "both"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_100kb(peer, fragmentation, our_server, our_fragmenting_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_100kb(peer, transport, fragmentation, our_server,
+                                our_fragmenting_server):
     """100 kB data + 1 kB metadata echoed; fragmented by the peer (request), by us (response),
     both or neither."""
     peer_fragments = fragmentation in ("peer", "both")
     if peer_fragments:
-        need(peer, "client:fragment")
+        need(peer, transport, "client:fragment")
     server = our_fragmenting_server if fragmentation in ("ours", "both") else our_server
     mark = server.mark()
-    result = run_client(peer, server.port, "request-response", data_size=BIG,
+    result = run_client(peer, server.port_for(transport), "request-response",
+                        transport=transport, data_size=BIG,
                         metadata_size=BIG_METADATA,
                         fragment=PEER_FRAGMENT if peer_fragments else None)
     assert result["exit_code"] == 0, result
@@ -168,14 +178,15 @@ def test_request_response_100kb(peer, fragmentation, our_server, our_fragmenting
         assert len(sent) > BIG // 64
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_beyond_max_frame_size(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_beyond_max_frame_size(peer, transport, our_server):
     """17 MB each way.  The peer must fragment its request (a frame cannot be larger than
     16 MiB); our server, run without --fragment-size, must fragment the echo by itself."""
-    need(peer, "client:fragment")
+    need(peer, transport, "client:fragment")
     size = 17_000_000
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-response", data_size=size,
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport, data_size=size,
                         fragment=1_000_000, timeout=60)
     assert result["exit_code"] == 0, result
     expected = digest_of(pattern(size))
@@ -188,10 +199,11 @@ def test_request_response_beyond_max_frame_size(peer, our_server):
     assert len(sent) == 2 and sent[0].has("follows") and not sent[1].has("follows"), sent
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_response_application_error(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_response_application_error(peer, transport, our_server):
     message = f"boom for {peer} \u2713"
-    result = run_client(peer, our_server.port, "request-response", data="error:" + message)
+    result = run_client(peer, our_server.port_for(transport), "request-response",
+                        transport=transport, data="error:" + message)
     assert result["exit_code"] == 1, result
     assert result["error"] == {"code": APPLICATION_ERROR, "message": message}
 
@@ -200,10 +212,11 @@ def test_request_response_application_error(peer, our_server):
 # fire-and-forget, metadata-push
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_fire_and_forget_with_metadata(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_fire_and_forget_with_metadata(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "fire-and-forget", data="fnf " + peer,
+    result = run_client(peer, our_server.port_for(transport), "fire-and-forget",
+                        transport=transport, data="fnf " + peer,
                         metadata="fnf-meta")
     assert result == {"peer": peer, "interaction": "fire-and-forget", "sent": True,
                       "exit_code": 0}
@@ -212,12 +225,13 @@ def test_fire_and_forget_with_metadata(peer, our_server):
 
 
 @pytest.mark.parametrize("fragmented", [False, True], ids=["whole", "peer-fragments"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_fire_and_forget_100kb(peer, fragmented, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_fire_and_forget_100kb(peer, transport, fragmented, our_server):
     if fragmented:
-        need(peer, "client:fragment")
+        need(peer, transport, "client:fragment")
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "fire-and-forget", data_size=BIG,
+    result = run_client(peer, our_server.port_for(transport), "fire-and-forget",
+                        transport=transport, data_size=BIG,
                         metadata_size=BIG_METADATA,
                         fragment=PEER_FRAGMENT if fragmented else None)
     assert result["exit_code"] == 0, result
@@ -227,14 +241,15 @@ def test_fire_and_forget_100kb(peer, fragmented, our_server):
     assert any(f.has("follows") for f in received) == fragmented
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_metadata_push_to_our_server(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_metadata_push_to_our_server(peer, transport, our_server):
     """Theirs to us.  rsocket-js 0.0.27 sends METADATA_PUSH without the M flag (its quirk 1):
     the metadata must still arrive."""
-    need(peer, "client:metadata-push")
+    need(peer, transport, "client:metadata-push")
     mark = our_server.mark()
     metadata = f"pushed by {peer}".encode()
-    result = run_client(peer, our_server.port, "metadata-push", metadata=metadata.decode())
+    result = run_client(peer, our_server.port_for(transport), "metadata-push",
+                        transport=transport, metadata=metadata.decode())
     assert result["exit_code"] == 0, result
     event = our_server.wait_event("metadata_push", mark)
     assert event["metadata_len"] == len(metadata)
@@ -245,10 +260,11 @@ def test_metadata_push_to_our_server(peer, our_server):
 # request-stream
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-stream", data="5",
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="5",
                         metadata="stream-meta")
     assert result["exit_code"] == 0, result
     assert datas(result) == [b"0", b"1", b"2", b"3", b"4"]
@@ -259,10 +275,11 @@ def test_request_stream(peer, our_server):
 
 
 @pytest.mark.parametrize("request_n", [None, 100])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream_1000_items(peer, request_n, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream_1000_items(peer, transport, request_n, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-stream", data="1000",
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="1000",
                         request_n=request_n)
     assert result["exit_code"] == 0, result
     assert datas(result) == [str(i).encode() for i in range(1000)]
@@ -271,12 +288,13 @@ def test_request_stream_1000_items(peer, request_n, our_server):
     check_credit(our_server.frames(mark))
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream_fragmented_request(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream_fragmented_request(peer, transport, our_server):
     """A REQUEST_STREAM carrying 5000 B of metadata, fragmented by the peer."""
-    need(peer, "client:fragment")
+    need(peer, transport, "client:fragment")
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-stream", data="3", metadata_size=5_000,
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="3", metadata_size=5_000,
                         fragment=PEER_FRAGMENT)
     assert result["exit_code"] == 0, result
     assert [p["data_sha256"] for p in result["payloads"]] == [
@@ -287,11 +305,12 @@ def test_request_stream_fragmented_request(peer, our_server):
     assert first.has("follows")
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream_request_n_2(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream_request_n_2(peer, transport, our_server):
     """The peer requests 2 at a time: our server never sends beyond the credit."""
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-stream", data="7", request_n=2)
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="7", request_n=2)
     assert result["exit_code"] == 0, result
     assert datas(result) == [str(i).encode() for i in range(7)]
     assert result["completed"] is True
@@ -301,11 +320,12 @@ def test_request_stream_request_n_2(peer, our_server):
     assert len(granted) >= 4  # 2 + 2 + 2 + 2 >= 7
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream_cancel_mid_stream(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream_cancel_mid_stream(peer, transport, our_server):
     """1000 items asked, 2 at a time, cancelled after 3: our server stops its source."""
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-stream", data="1000", request_n=2,
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="1000", request_n=2,
                         take=3)
     assert result["exit_code"] == 0, result
     assert datas(result) == [b"0", b"1", b"2"]
@@ -318,9 +338,10 @@ def test_request_stream_cancel_mid_stream(peer, our_server):
     check_credit(frames)
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_stream_application_error(peer, our_server):
-    result = run_client(peer, our_server.port, "request-stream", data="error:stream boom")
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_stream_application_error(peer, transport, our_server):
+    result = run_client(peer, our_server.port_for(transport), "request-stream",
+                        transport=transport, data="error:stream boom")
     assert result["exit_code"] == 1, result
     assert result["error"] == {"code": APPLICATION_ERROR, "message": "stream boom"}
     assert result.get("payloads", []) == []
@@ -343,13 +364,14 @@ def inbound_completion(frames, stream: int = 1) -> str | None:
 
 
 @pytest.mark.parametrize("completion", ["flag", "frame"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_echo(peer, completion, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_echo(peer, transport, completion, our_server):
     """5 payloads with metadata, the peer completing with C on its last PAYLOAD (flag) or with
     a separate PAYLOAD[C] (frame); our echo completes after it."""
-    need(peer, f"client:completion-{completion}")
+    need(peer, transport, f"client:completion-{completion}")
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-channel", count=5,
+    result = run_client(peer, our_server.port_for(transport), "request-channel",
+                        transport=transport, count=5,
                         metadata="chan-meta", completion=completion)
     assert result["exit_code"] == 0, result
     assert [payload_bytes(p) for p in result["payloads"]] == [
@@ -362,12 +384,13 @@ def test_request_channel_echo(peer, completion, our_server):
 
 
 @pytest.mark.parametrize("completion", ["flag", "frame"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_single_payload(peer, completion, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_single_payload(peer, transport, completion, our_server):
     """Only the REQUEST_CHANNEL payload: flag puts C on REQUEST_CHANNEL itself."""
-    need(peer, f"client:completion-{completion}")
+    need(peer, transport, f"client:completion-{completion}")
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-channel", count=1,
+    result = run_client(peer, our_server.port_for(transport), "request-channel",
+                        transport=transport, count=1,
                         completion=completion)
     assert result["exit_code"] == 0, result
     assert datas(result) == [b"0"]
@@ -377,10 +400,11 @@ def test_request_channel_single_payload(peer, completion, our_server):
     assert inbound_completion(our_server.frames(mark)) == expected
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_request_n_2(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_request_n_2(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-channel", count=9, request_n=2)
+    result = run_client(peer, our_server.port_for(transport), "request-channel",
+                        transport=transport, count=9, request_n=2)
     assert result["exit_code"] == 0, result
     assert datas(result) == [str(i).encode() for i in range(9)]
     assert result["completed"] is True
@@ -389,10 +413,11 @@ def test_request_channel_request_n_2(peer, our_server):
     assert granted[0] == 2 and all(n == 2 for n in granted), granted
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_cancel_mid_stream(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_cancel_mid_stream(peer, transport, our_server):
     mark = our_server.mark()
-    result = run_client(peer, our_server.port, "request-channel", count=50, request_n=2,
+    result = run_client(peer, our_server.port_for(transport), "request-channel",
+                        transport=transport, count=50, request_n=2,
                         take=3)
     assert result["exit_code"] == 0, result
     assert datas(result) == [b"0", b"1", b"2"]
@@ -404,11 +429,12 @@ def test_request_channel_cancel_mid_stream(peer, our_server):
     check_credit(frames)
 
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_application_error(peer, our_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_application_error(peer, transport, our_server):
     """The peer clients always send data b"0" first, so InteropResponder also looks at the first
     payload's metadata for ``error:``."""
-    result = run_client(peer, our_server.port, "request-channel", count=3,
+    result = run_client(peer, our_server.port_for(transport), "request-channel",
+                        transport=transport, count=3,
                         metadata="error:channel boom")
     assert result["exit_code"] == 1, result
     assert result["error"] == {"code": APPLICATION_ERROR, "message": "channel boom"}
@@ -418,19 +444,20 @@ def test_request_channel_application_error(peer, our_server):
 @pytest.mark.parametrize(("fragmentation", "count"), [
     ("none", 3), ("ours", 3), ("peer", 3), ("peer", 2),
 ], ids=["whole", "ours", "peer", "peer-one-payload"])
-@pytest.mark.parametrize("peer", PEERS)
-def test_request_channel_100kb_metadata(peer, fragmentation, count, our_server,
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_request_channel_100kb_metadata(peer, transport, fragmentation, count, our_server,
                                         our_fragmenting_server):
     """``count`` payloads each with 100 kB of metadata, echoed: whole, fragmented by our server
     (its echo) or by the peer (its payloads; with count 2 only one PAYLOAD follows the
     REQUEST_CHANNEL, which rsocket-py can fragment correctly)."""
     if fragmentation == "peer":
-        need(peer, "client:fragment")
+        need(peer, transport, "client:fragment")
         if count > 2:
-            need(peer, "client:fragment-channel-payloads")
+            need(peer, transport, "client:fragment-channel-payloads")
     server = our_fragmenting_server if fragmentation == "ours" else our_server
     mark = server.mark()
-    result = run_client(peer, server.port, "request-channel", count=count, metadata_size=BIG,
+    result = run_client(peer, server.port_for(transport), "request-channel",
+                        transport=transport, count=count, metadata_size=BIG,
                         fragment=PEER_FRAGMENT if fragmentation == "peer" else None)
     assert result["exit_code"] == 0, result
     expected = [digest_of(str(i).encode(), pattern(BIG)) for i in range(count)]
@@ -450,20 +477,23 @@ def test_request_channel_100kb_metadata(peer, fragmentation, count, our_server,
 # the plugin's default responder
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("peer", PEERS)
-def test_demo_responder(peer, demo_server):
+@pytest.mark.parametrize(("peer", "transport"), TARGETS)
+def test_demo_responder(peer, transport, demo_server):
     """``twistd -n rsocket`` without --responder: echo, count, echo channel."""
-    port = demo_server.port
-    result = run_client(peer, port, "request-response", data="demo", metadata="demo-meta")
+    port = demo_server.port_for(transport)
+    result = run_client(peer, port, "request-response", transport=transport, data="demo",
+                        metadata="demo-meta")
     assert payload_bytes(result["payload"]) == (b"demo", b"demo-meta")
-    result = run_client(peer, port, "request-stream", data="4", request_n=2)
+    result = run_client(peer, port, "request-stream", transport=transport, data="4",
+                        request_n=2)
     assert datas(result) == [b"0", b"1", b"2", b"3"] and result["completed"] is True
-    result = run_client(peer, port, "request-channel", count=4, metadata="m")
+    result = run_client(peer, port, "request-channel", transport=transport, count=4,
+                        metadata="m")
     assert [payload_bytes(p) for p in result["payloads"]] == [
         (str(i).encode(), b"m") for i in range(4)]
     assert result["completed"] is True
     # the demo's only error: a stream count that is not a number is ERROR[INVALID]
-    result = run_client(peer, port, "request-stream", data="abc")
+    result = run_client(peer, port, "request-stream", transport=transport, data="abc")
     assert result["exit_code"] == 1, result
     assert result["error"]["code"] == 0x204
     assert result["error"]["message"].startswith("request-stream data must be a decimal count")

@@ -300,6 +300,8 @@ const CLIENT_OPTIONS = {
   completion: "string",
   "setup-data": "string",
   "setup-metadata": "string",
+  transport: "string",
+  path: "string",
 };
 
 const SERVER_OPTIONS = {
@@ -310,6 +312,8 @@ const SERVER_OPTIONS = {
   "request-n": "int",
   timeout: "int",
   "watch-stdin": "bool",
+  transport: "string",
+  path: "string",
 };
 
 const INTERACTIONS = [
@@ -340,6 +344,7 @@ function parseClientArgs(argv) {
     usageError("--count must be >= 1 (the first payload travels in REQUEST_CHANNEL)");
   }
   checkCompletion(options);
+  checkTransport(options);
   options.mode =
     options.digest || options["data-size"] !== undefined || options["metadata-size"] !== undefined
       ? "digest"
@@ -359,7 +364,39 @@ function parseServerArgs(argv) {
   options["request-n"] = options["request-n"] || 256;
   options.timeout = options.timeout || 600;
   checkCompletion(options);
+  checkTransport(options);
   return options;
+}
+
+/** --transport tcp (default) | ws; --path: the WebSocket URL path (default "/"). */
+function checkTransport(options) {
+  options.transport = options.transport || "tcp";
+  if (!["tcp", "ws"].includes(options.transport)) {
+    usageError("--transport must be tcp or ws");
+  }
+  options.path = options.path || "/";
+  if (!options.path.startsWith("/")) {
+    options.path = "/" + options.path;
+  }
+}
+
+/** ws://host:port/path of a client's options. */
+function wsUrl(options) {
+  return `ws://${options.host}:${options.port}${options.path}`;
+}
+
+/**
+ * The "ws" module a js peer folder depends on, or the copy nested under `packageName` (the
+ * rsocket-websocket-server packages pin their own ws: 8.2.3 for 1.0.0-alpha.3, 7.5.14 for
+ * 0.0.27), resolved from the calling peer's folder `dir`.
+ */
+function requireWs(dir, packageName) {
+  const paths = [dir];
+  if (packageName) {
+    paths.unshift(require("path").dirname(require.resolve(packageName + "/package.json",
+      { paths: [dir] })));
+  }
+  return require(require.resolve("ws", { paths }));
 }
 
 function checkCompletion(options) {
@@ -647,6 +684,8 @@ function isFinishing() {
 }
 
 module.exports = {
+  wsUrl,
+  requireWs,
   parseArgs,
   usageError,
   listenUntilStopped,

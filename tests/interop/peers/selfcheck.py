@@ -3,6 +3,10 @@
 Usage (project venv)::
 
     python tests/interop/peers/selfcheck.py [--client PEER ...] [--server PEER ...] [-v]
+        [--transport tcp|ws|ws-websockets]
+
+``--transport`` (default tcp) is used by every program that speaks it; with ``ws-websockets``
+(rsocket-py only) the js programs use their ``ws``.
 
 Each scenario states what a correct run looks like, derived from ``peers.CAPABILITIES``, so a
 PASS also confirms the capability table.  Exit code 0 if nothing FAILed.  Takes ~1-2 minutes.
@@ -18,9 +22,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import peers  # noqa: E402
-from peers import PeerUnsupported, datas, digest_of, pattern, payload_bytes, supports  # noqa: E402
+from peers import PeerUnsupported, datas, digest_of, pattern, payload_bytes  # noqa: E402
 
 BIG = 100_000
+#: --transport
+TRANSPORT = "tcp"
+
+
+def transport_of(peer: str) -> str:
+    """The transport ``peer``'s program uses in this run."""
+    if TRANSPORT == "tcp":
+        return "tcp"
+    return TRANSPORT if TRANSPORT in peers.PEERS[peer].transports else "ws"
+
+
+def supports(peer: str, capability: str) -> bool:
+    """:func:`peers.supports` on the transport ``peer`` uses in this run."""
+    return peers.supports(peer, capability, transport_of(peer))
+
+
+def reason(peer: str, capability: str) -> str:
+    return peers.reason(peer, capability, transport_of(peer))
 
 
 class Skip(Exception):
@@ -49,14 +71,15 @@ def expect_echo_metadata(client, server, sent, got):
 
 def run(client, server, interaction, **options):
     try:
-        return peers.run_client(client, server.port, interaction, **options)
+        return peers.run_client(client, server.port, interaction,
+                                transport=transport_of(client), **options)
     except PeerUnsupported as exc:
         raise Skip(f"client: {exc.reason}") from None
 
 
 def need(peer, capability):
     if not supports(peer, capability):
-        raise Skip(peers.reason(peer, capability))
+        raise Skip(reason(peer, capability))
 
 
 # ------------------------------------------------------------------------------- scenarios
@@ -253,7 +276,7 @@ def channel_take(client, server):
 def setup_payload(client, server):
     if not supports(client, "client:setup-single-write") and not supports(
             server.peer, "server:survives-split-setup"):
-        raise Skip(peers.reason(server.peer, "server:survives-split-setup"))
+        raise Skip(reason(server.peer, "server:survives-split-setup"))
     r = run(client, server, "request-response", data="x", setup_data="sd", setup_metadata="sm")
     check(payload_bytes(r["payload"])[0] == b"x", r)
     ev = server.wait_event("setup")
@@ -292,13 +315,17 @@ def main() -> int:
     parser.add_argument("--server", action="append", choices=list(peers.PEERS))
     parser.add_argument("-k", help="only scenarios whose name contains this")
     parser.add_argument("-v", action="store_true")
+    parser.add_argument("--transport", choices=peers.TRANSPORTS, default="tcp")
     args = parser.parse_args()
+    global TRANSPORT
+    TRANSPORT = args.transport
     peers.ensure_installed()
     counts = {"PASS": 0, "SKIP": 0, "FAIL": 0}
     for server_peer in args.server or peers.PEERS:
         for label, kwargs, scenarios in server_configs(server_peer):
             for client_peer in args.client or peers.PEERS:
-                with peers.start_server(server_peer, **kwargs) as server:
+                with peers.start_server(server_peer, transport=transport_of(server_peer),
+                                        **kwargs) as server:
                     for scenario in scenarios:
                         if args.k and args.k not in scenario.__name__:
                             continue

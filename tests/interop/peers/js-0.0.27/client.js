@@ -7,7 +7,7 @@
  *       [--data S | --data-b64 B | --data-size N] [--metadata S | --metadata-b64 B |
  *       --metadata-size N] [--request-n K] [--take M] [--count N]
  *       [--digest] [--timeout SECONDS] [--keepalive MS] [--lifetime MS]
- *       [--setup-data S] [--setup-metadata S]
+ *       [--setup-data S] [--setup-metadata S] [--transport tcp|ws] [--path /P]
  *
  * Exit codes: 0 ok, 1 the peer sent an RSocket ERROR, 2 local failure/timeout,
  * 3 unsupported by this library: --fragment (0.0.27 never fragments) and
@@ -20,6 +20,7 @@
 
 const { RSocketClient, BufferEncoders } = require("rsocket-core");
 const RSocketTcpClient = require("rsocket-tcp-client").default;
+const RSocketWebSocketClient = require("rsocket-websocket-client").default;
 const { Flowable } = require("rsocket-flowable");
 const common = require("../common.js");
 
@@ -41,10 +42,23 @@ function result(extra) {
   return { peer: PEER, interaction: options.interaction, ...extra };
 }
 
+/** --transport tcp: rsocket-tcp-client; ws: rsocket-websocket-client at ws://HOST:PORT/PATH
+ *  over the "ws" package's WebSocket (Node 20 has no global WebSocket). */
+function makeTransport() {
+  if (options.transport === "ws") {
+    const WebSocket = common.requireWs(__dirname);
+    return new RSocketWebSocketClient(
+      { url: common.wsUrl(options), wsCreator: (url) => new WebSocket(url) },
+      BufferEncoders,
+    );
+  }
+  return new RSocketTcpClient({ host: options.host, port: options.port }, BufferEncoders);
+}
+
 function main() {
   const client = new RSocketClient({
     setup: common.setupFromOptions(options),
-    transport: new RSocketTcpClient({ host: options.host, port: options.port }, BufferEncoders),
+    transport: makeTransport(),
   });
   client.connect().subscribe({
     onComplete: (socket) => run(client, socket),

@@ -3,13 +3,14 @@
  * rsocket-js 0.0.27 interop server: the demo responder over TCP (BufferEncoders, binary safe).
  *
  *   node server.js [--port P] [--host 127.0.0.1] [--request-n K] [--timeout SECONDS]
- *                  [--watch-stdin]
+ *                  [--watch-stdin] [--transport tcp|ws]
  *
  * Prints "LISTENING <port>" once bound, then JSON events, one per line (see ../README.md).
  * Refused with exit 3 (the library cannot do it):
  *   --fragment N       rsocket-js 0.0.27 never fragments (it only reassembles what it receives);
  *   --completion flag  the library always ends streams/channels with a separate PAYLOAD[C]
  *                      (request-response is always PAYLOAD[N|C]).
+ * --transport ws: rsocket-websocket-server (a ws 7.5.14 server, any URL path).
  * Response metadata cannot be echoed: RSocketMachine._sendStreamPayload never sets the M flag,
  * so whatever metadata the handler returns is dropped from the frame.
  */
@@ -18,6 +19,7 @@
 const net = require("net");
 const { RSocketServer, BufferEncoders } = require("rsocket-core");
 const RSocketTCPServer = require("rsocket-tcp-server").default;
+const RSocketWebSocketServer = require("rsocket-websocket-server").default;
 const { Flowable, Single } = require("rsocket-flowable");
 const common = require("../common.js");
 
@@ -133,9 +135,25 @@ function responder() {
   };
 }
 
-function main() {
+function makeTransport() {
+  if (options.transport === "ws") {
+    // the ws version the library depends on (7.5.14)
+    const WebSocket = common.requireWs(__dirname, "rsocket-websocket-server");
+    return new RSocketWebSocketServer(
+      { host: options.host, port: options.port },
+      BufferEncoders,
+      (serverOptions) => {
+        const wss = new WebSocket.Server(serverOptions);
+        wss.on("listening", () => {
+          process.stdout.write(`LISTENING ${wss.address().port}\n`);
+        });
+        wss.on("error", (e) => common.failure(`listen failed: ${e.message}`));
+        return wss;
+      },
+    );
+  }
   let netServer = null;
-  const transport = new RSocketTCPServer(
+  return new RSocketTCPServer(
     {
       host: options.host,
       port: options.port,
@@ -150,6 +168,10 @@ function main() {
     },
     BufferEncoders,
   );
+}
+
+function main() {
+  const transport = makeTransport();
   const server = new RSocketServer({
     transport,
     getRequestHandler: (socket, setupPayload) => {

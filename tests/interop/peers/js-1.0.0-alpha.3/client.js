@@ -6,7 +6,7 @@
  *       [--data S | --data-b64 B | --data-size N] [--metadata S | --metadata-b64 B |
  *       --metadata-size N] [--request-n K] [--take M] [--count N] [--fragment N]
  *       [--completion flag|frame] [--digest] [--timeout SECONDS] [--keepalive MS] [--lifetime MS]
- *       [--setup-data S] [--setup-metadata S]
+ *       [--setup-data S] [--setup-metadata S] [--transport tcp|ws] [--path /P]
  *
  * Exit codes: 0 ok, 1 the peer sent an RSocket ERROR, 2 local failure/timeout,
  * 3 unsupported by this library (metadata-push: RSocketRequester.metadataPush throws
@@ -21,6 +21,7 @@
 
 const { RSocketConnector } = require("rsocket-core");
 const { TcpClientTransport } = require("rsocket-tcp-client");
+const { WebsocketClientTransport } = require("rsocket-websocket-client");
 const common = require("../common.js");
 
 const options = common.parseClientArgs(process.argv.slice(2));
@@ -37,6 +38,21 @@ if (options.interaction === "metadata-push") {
   main().catch((e) => common.failure(`${e && e.stack ? e.stack : e}`));
 }
 
+/** --transport tcp: rsocket-tcp-client; ws: rsocket-websocket-client at ws://HOST:PORT/PATH
+ *  over the "ws" package's WebSocket (Node 20 has no global WebSocket). */
+function makeTransport() {
+  if (options.transport === "ws") {
+    const WebSocket = common.requireWs(__dirname);
+    return new WebsocketClientTransport({
+      url: common.wsUrl(options),
+      wsCreator: (url) => new WebSocket(url),
+    });
+  }
+  return new TcpClientTransport({
+    connectionOptions: { host: options.host, port: options.port },
+  });
+}
+
 function result(extra) {
   return { peer: PEER, interaction: options.interaction, ...extra };
 }
@@ -46,9 +62,7 @@ async function main() {
     setup: common.setupFromOptions(options),
     fragmentation:
       options.fragment !== undefined ? { maxOutboundFragmentSize: options.fragment } : undefined,
-    transport: new TcpClientTransport({
-      connectionOptions: { host: options.host, port: options.port },
-    }),
+    transport: makeTransport(),
   });
   const rsocket = await common.connectOrFail(connector);
   if (rsocket === null) {

@@ -3,7 +3,7 @@
  * rsocket-js 1.0.0-alpha.3 interop server: the demo responder over TCP.
  *
  *   node server.js [--port P] [--host 127.0.0.1] [--completion flag|frame] [--request-n K]
- *                  [--timeout SECONDS] [--watch-stdin]
+ *                  [--timeout SECONDS] [--watch-stdin] [--transport tcp|ws]
  *
  * Prints "LISTENING <port>" once bound, then JSON events, one per line (see ../README.md).
  * --completion: how streams/channels end; "frame" (default) = separate PAYLOAD with only C,
@@ -11,6 +11,8 @@
  * --fragment is refused (exit 3): this library only fragments as a requester (its responder
  *   streams are created with fragment size 0, whatever the server config says).
  * Metadata is echoed on request-response and request-channel.
+ * --transport ws: rsocket-websocket-server (a ws 8.2.3 server, any URL path; the library reads
+ *   the messages through ws.createWebSocketStream).
  * Known library behaviour: the process crashes if the first TCP read of a connection holds
  * less than a complete SETUP frame; receiving METADATA_PUSH is ignored by the library (the
  * metadataPush handler is never called), so no metadata_push event can be printed.
@@ -20,6 +22,7 @@
 const net = require("net");
 const { RSocketServer } = require("rsocket-core");
 const { TcpServerTransport } = require("rsocket-tcp-server");
+const { WebsocketServerTransport } = require("rsocket-websocket-server");
 const common = require("../common.js");
 
 const options = common.parseServerArgs(process.argv.slice(2));
@@ -123,14 +126,29 @@ function metadataOnly(metadata) {
 
 async function main() {
   let netServer = null;
-  const server = new RSocketServer({
-    transport: new TcpServerTransport({
+  let transport;
+  if (options.transport === "ws") {
+    // the ws version the library depends on (8.2.3), so createWebSocketStream matches it
+    const WebSocket = common.requireWs(__dirname, "rsocket-websocket-server");
+    transport = new WebsocketServerTransport({
+      host: options.host,
+      port: options.port,
+      wsCreator: (serverOptions) => {
+        netServer = new WebSocket.Server({ host: serverOptions.host, port: serverOptions.port });
+        return netServer;
+      },
+    });
+  } else {
+    transport = new TcpServerTransport({
       listenOptions: { host: options.host, port: options.port },
       socketCreator: (serverOptions) => {
         netServer = new net.Server(serverOptions);
         return netServer;
       },
-    }),
+    });
+  }
+  const server = new RSocketServer({
+    transport,
     acceptor: {
       accept: async (setup, remotePeer) => {
         common.emit({

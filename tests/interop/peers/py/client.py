@@ -7,11 +7,14 @@ Usage (run with the project venv's python)::
         --metadata-size N] [--request-n K] [--take M] [--count N] [--fragment N]
         [--completion flag|frame] [--digest] [--timeout SECONDS] [--keepalive MS] [--lifetime MS]
         [--setup-data S] [--setup-metadata S]
+        [--transport tcp|ws] [--path /P] [--ws-library aiohttp|websockets]
 
 INTERACTION is request-response, fire-and-forget, metadata-push, request-stream or
 request-channel.  Exit codes: 0 success, 1 the peer sent an RSocket ERROR (JSON
 ``{"error": {"code", "message"}}``), 2 local failure/timeout (``{"failure": ...}``),
 3 unsupported by this peer (``{"unsupported": ...}``).  See ``tests/interop/peers.py``.
+``--transport ws`` connects to ``ws://HOST:PORT/PATH`` with rsocket-py's aiohttp transport or,
+with ``--ws-library websockets``, its websockets transport (one frame per binary message).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from peer_common import (
     ListPublisher,
     describe_payload,
     finish,
+    open_client_transport,
     parse_client_args,
     parse_or_fail,
     payload_from_args,
@@ -36,7 +40,6 @@ from reactivestreams.subscriber import Subscriber
 from rsocket.helpers import single_transport_provider
 from rsocket.payload import Payload
 from rsocket.rsocket_client import RSocketClient
-from rsocket.transports.tcp import TransportTCP
 
 MINIMUM_FRAGMENT_SIZE = 64
 OCTET_STREAM = b"application/octet-stream"
@@ -66,9 +69,9 @@ def setup_payload(args) -> Payload | None:
 
 async def run(args) -> tuple[int, dict]:
     data, metadata = payload_from_args(args)
-    reader, writer = await asyncio.open_connection(args.host, args.port)
+    transport, close_transport = await open_client_transport(args)
     client = RSocketClient(
-        single_transport_provider(TransportTCP(reader, writer)),
+        single_transport_provider(transport),
         data_encoding=OCTET_STREAM,
         metadata_encoding=OCTET_STREAM,
         keep_alive_period=timedelta(milliseconds=args.keepalive),
@@ -85,8 +88,11 @@ async def run(args) -> tuple[int, dict]:
     def describe(received: Payload) -> dict:
         return describe_payload(received.data, received.metadata, args.mode)
 
-    async with client:
-        code, result = await run_interaction(client, args, payload, describe, outbound)
+    try:
+        async with client:
+            code, result = await run_interaction(client, args, payload, describe, outbound)
+    finally:
+        await close_transport()
     return code, {"peer": "rsocket-py", "interaction": args.interaction, **result}
 
 

@@ -132,6 +132,7 @@ def parse_client_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--lifetime", type=int, default=90_000)
     parser.add_argument("--setup-data")
     parser.add_argument("--setup-metadata")
+    _add_transport_options(parser)
     args = parser.parse_args(argv)
     if args.count < 1:
         raise UsageError("--count must be >= 1 (the first payload travels in REQUEST_CHANNEL)")
@@ -152,7 +153,17 @@ def parse_server_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--request-n", type=int, default=256)
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--watch-stdin", action="store_true")
+    _add_transport_options(parser)
     return parser.parse_args(argv)
+
+
+def _add_transport_options(parser: argparse.ArgumentParser) -> None:
+    """``--transport tcp|ws`` (default tcp), ``--path`` (WebSocket URL path, default ``/``),
+    ``--ws-library aiohttp|websockets`` (which rsocket-py WebSocket transport, default
+    aiohttp)."""
+    parser.add_argument("--transport", choices=("tcp", "ws"), default="tcp")
+    parser.add_argument("--path", default="/")
+    parser.add_argument("--ws-library", choices=("aiohttp", "websockets"), default="aiohttp")
 
 
 def payload_from_args(args: argparse.Namespace) -> tuple[bytes, bytes | None]:
@@ -190,17 +201,81 @@ async def serve_tcp(args: argparse.Namespace, make_connection) -> None:
     connection with ``make_connection(reader, writer)`` (an RSocketServer).  Stops after
     ``args.timeout`` seconds or, with ``args.watch_stdin``, at stdin EOF: emits ``stopping``
     and closes the listener and (best effort) every connection."""
-    loop = asyncio.get_running_loop()
-    stop = loop.create_future()
     connections = []
 
     def on_connection(reader, writer):
         connections.append(make_connection(reader, writer))
 
     server = await asyncio.start_server(on_connection, args.host, args.port)
-    port = server.sockets[0].getsockname()[1]
-    print(f"LISTENING {port}", flush=True)
+    print(f"LISTENING {server.sockets[0].getsockname()[1]}", flush=True)
+    await _until_stopped(args)
+    server.close()
+    await _close_all(connections)
 
+
+async def serve(args: argparse.Namespace, make_server) -> None:
+    """:func:`serve_tcp` for every ``--transport``: ``make_server(transport)`` builds the
+    RSocketServer of one connection from an rsocket-py transport.
+
+    * ``tcp``: ``TransportTCP`` (asyncio streams);
+    * ``ws`` + ``--ws-library aiohttp``: an aiohttp web application answering WebSocket
+      upgrades at ``--path`` (404 elsewhere), ``TransportAioHttpWebsocket``;
+    * ``ws`` + ``--ws-library websockets``: ``websockets.serve`` (any path),
+      ``WebsocketsTransport``.
+
+    The WebSocket servers accept messages of any size (the libraries' defaults: aiohttp
+    4 MiB, websockets 1 MiB, would refuse our 16 MiB frames) and keep their other defaults.
+    """
+    if args.transport == "tcp":
+        from rsocket.transports.tcp import TransportTCP
+        await serve_tcp(args, lambda reader, writer: make_server(TransportTCP(reader, writer)))
+        return
+    connections = []
+    if args.ws_library == "aiohttp":
+        from aiohttp import web
+        from rsocket.transports.aiohttp_websocket import TransportAioHttpWebsocket
+
+        async def handler(request):
+            ws = web.WebSocketResponse(max_msg_size=0)  # 0: no limit
+            await ws.prepare(request)
+            transport = TransportAioHttpWebsocket(ws)
+            connections.append(make_server(transport))
+            await transport.handle_incoming_ws_messages()
+            return ws
+
+        app = web.Application()
+        app.router.add_get(args.path, handler)
+        runner = web.AppRunner(app, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        print(f"LISTENING {port}", flush=True)
+        await _until_stopped(args)
+        await _close_all(connections)
+        await runner.cleanup()
+    else:
+        import websockets
+        from rsocket.transports.websockets_transport import WebsocketsTransport
+
+        async def ws_handler(websocket):
+            transport = WebsocketsTransport()
+            connections.append(make_server(transport))
+            await transport.handler(websocket)
+
+        server = await websockets.serve(ws_handler, args.host, args.port, max_size=None)
+        port = next(iter(server.sockets)).getsockname()[1]
+        print(f"LISTENING {port}", flush=True)
+        await _until_stopped(args)
+        server.close()
+        await _close_all(connections)
+
+
+async def _until_stopped(args: argparse.Namespace) -> None:
+    """Wait for ``args.timeout`` seconds or, with ``args.watch_stdin``, stdin EOF; then emit
+    ``stopping``."""
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
     if args.watch_stdin:
         def watch():
             sys.stdin.buffer.read()  # returns at EOF
@@ -209,12 +284,76 @@ async def serve_tcp(args: argparse.Namespace, make_connection) -> None:
     loop.call_later(args.timeout, lambda: stop.done() or stop.set_result("timeout"))
     reason = await stop
     emit({"event": "stopping", "reason": reason})
-    server.close()
+
+
+async def _close_all(connections) -> None:
     for connection in connections:
         try:
             await asyncio.wait_for(connection.close(), 2)
         except Exception:  # noqa: BLE001 - best effort on shutdown
             pass
+
+
+def ws_url(args: argparse.Namespace) -> str:
+    """``ws://host:port/path`` of a client's ``--host``/``--port``/``--path``."""
+    path = args.path if args.path.startswith("/") else "/" + args.path
+    return f"ws://{args.host}:{args.port}{path}"
+
+
+async def open_client_transport(args: argparse.Namespace):
+    """Connect for ``args.transport`` and return ``(transport, close)``: an rsocket-py
+    transport for ``RSocketClient`` and a coroutine function closing what was opened (call it
+    after the client is closed).
+
+    * ``tcp``: ``TransportTCP`` over ``asyncio.open_connection``;
+    * ``ws`` + aiohttp: ``TransportAioHttpClient`` over our own ``ClientSession.ws_connect``
+      (so that ``max_msg_size`` can be lifted; the transport then leaves the socket to us);
+    * ``ws`` + websockets: ``WebsocketsTransport`` whose ``handler`` runs in a task on a
+      ``websockets.connect`` connection (``max_size=None``).
+
+    :raises OSError: the connection failed.
+    """
+    if args.transport == "tcp":
+        from rsocket.transports.tcp import TransportTCP
+        reader, writer = await asyncio.open_connection(args.host, args.port)
+
+        async def close_tcp():
+            pass
+        return TransportTCP(reader, writer), close_tcp
+    url = ws_url(args)
+    if args.ws_library == "aiohttp":
+        import aiohttp
+        from rsocket.transports.aiohttp_websocket import TransportAioHttpClient
+        session = aiohttp.ClientSession()
+        try:
+            ws = await session.ws_connect(url, max_msg_size=0)
+        except aiohttp.ClientError as exc:
+            await session.close()
+            raise OSError(f"WebSocket connection to {url} failed: {exc}") from exc
+
+        async def close_aiohttp():
+            await ws.close()
+            await session.close()
+        return TransportAioHttpClient(websocket=ws), close_aiohttp
+    import websockets
+    from rsocket.transports.websockets_transport import WebsocketsTransport
+    try:
+        ws = await websockets.connect(url, max_size=None)
+    except websockets.exceptions.WebSocketException as exc:
+        raise OSError(f"WebSocket connection to {url} failed: {exc}") from exc
+    transport = WebsocketsTransport()
+    task = asyncio.create_task(transport.handler(ws))
+
+    async def close_websockets():
+        # WebsocketsTransport queues outbound frames for its producer task: let it write them
+        for _ in range(200):
+            if transport._outgoing_frame_queue.empty():
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        task.cancel()
+        await ws.close()
+    return transport, close_websockets
 
 
 class ChannelFlagServer(RSocketServer):

@@ -4,6 +4,7 @@ Usage (run with the project venv's python)::
 
     python server.py [--port P] [--host 127.0.0.1] [--fragment N] [--completion flag|frame]
                      [--request-n K] [--timeout SECONDS] [--watch-stdin]
+                     [--transport tcp|ws] [--path /P] [--ws-library aiohttp|websockets]
 
 Prints ``LISTENING <port>`` once bound, then one JSON event per line (see README.md).
 ``--fragment N``: rsocket-py ``fragment_size_bytes`` = the whole frame *including* the 3-byte
@@ -11,6 +12,9 @@ length prefix, minimum 64 (rsocket-py refuses smaller).  ``--completion``: how s
 channels end, ``flag`` = C flag on the last PAYLOAD (default), ``frame`` = a separate PAYLOAD with
 only C set.  ``--request-n K``: credit batch the channel responder grants the requester.
 Stops after ``--timeout`` seconds (default 600) or, with ``--watch-stdin``, at stdin EOF.
+``--transport ws``: WebSocket (one frame per binary message) through rsocket-py's aiohttp server
+transport at ``--path`` (default ``/``) or, with ``--ws-library websockets``, its websockets
+transport (any path).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from peer_common import (
     finish,
     parse_or_fail,
     parse_server_args,
-    serve_tcp,
+    serve,
     stream_count,
 )
 from rsocket.error_codes import ErrorCode
@@ -39,7 +43,6 @@ from rsocket.exceptions import RSocketProtocolError
 from rsocket.helpers import create_future
 from rsocket.payload import Payload
 from rsocket.request_handler import BaseRequestHandler
-from rsocket.transports.tcp import TransportTCP
 
 MINIMUM_FRAGMENT_SIZE = 64  # rsocket.frame_fragmenter: fragment_size_bytes < 64 raises
 
@@ -164,8 +167,8 @@ def main(argv: list[str]) -> None:
             "(fragment size counts the whole frame including the 3-byte length prefix)")})
     DemoHandler.completion = args.completion
     DemoHandler.batch = args.request_n
-    asyncio.run(serve_tcp(args, lambda reader, writer: DemoServer(
-        TransportTCP(reader, writer),
+    asyncio.run(serve(args, lambda transport: DemoServer(
+        transport,
         handler_factory=DemoHandler,
         fragment_size_bytes=args.fragment,
     )))
