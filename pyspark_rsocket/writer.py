@@ -1,0 +1,730 @@
+"""Sinks of the ``rsocket`` data source: batch (``df.write``) and streaming (``writeStream``).
+
+Every Spark task sends its rows as the records of one request-channel (spec §Request Channel)
+to a :mod:`rsocket_tx.streamlog` responder, one payload per row, as fast as the responder's
+REQUEST_N credit allows, and waits for the responder's acknowledgements:
+
+* ``guarantee=at-least-once`` (default): route ``log.append`` (first payload
+  ``{"topic", "shard"}``). The responder appends in transactions and acknowledges each with
+  ``{"acked": n}``; the task succeeds only once the final acknowledgement covers every row it
+  sent. A failed task is retried by Spark and sends its partition again, so rows appended by
+  the failed attempt appear twice: no row is lost, rows may repeat.
+* ``guarantee=exactly-once``: route ``log.stage`` (first payload ``{"topic", "shard",
+  "query", "batch", "partition"}``); the responder keeps the rows staged per (query, batch,
+  partition), a retried task replacing its partition's earlier rows. Each task returns a
+  :class:`RSocketCommitMessage` (partition, staged count); the driver's ``commit`` sends
+  ``log.commit`` for the batch (idempotent per (query, batch): a batch re-run after a
+  restart publishes nothing twice), ``abort`` sends ``log.abort``. For a batch write the
+  query id is ``sinkId`` or else a fresh UUID per write (batch id 0); a streaming
+  exactly-once query needs ``sinkId`` (stable across restarts) and is keyed by
+  ``sinkId/<Spark query id>`` and the micro-batch id.
+
+Rows arrive as Arrow record batches (``DataSourceArrowWriter``/``DataSourceStreamArrowWriter``)
+and are encoded per ``format``: ``json`` (default; one JSON object per row, keys = column
+names), ``cbor`` (one CBOR map per row) or ``binary`` (the ``data`` column's bytes as they are,
+a string column as UTF-8, null as empty; other columns are ignored). JSON values: timestamps
+and dates ISO 8601 text, decimals numbers (as float), binary base64 text, maps objects, NaN
+and infinities null. CBOR: timestamps tag 0/1, decimals tag 4, binary byte strings, NaN kept.
+
+Options (case-insensitive; checked on the driver, a wrong one raises ValueError naming it):
+``endpoint`` (required), ``topic`` (required), ``shard`` (default 0), ``format`` (``json``),
+``guarantee`` (``at-least-once``), ``sinkId``, ``timeout`` (milliseconds a task or the driver
+waits for connection, credit or acknowledgement; default 300000). ``mode("overwrite")`` is
+refused (a log is append-only).
+
+Caveats: exactly-once needs the rows of a re-run batch or retried task to be the same (a
+deterministic query over a replayable source); a batch write with a fixed ``sinkId`` publishes
+only once, later writes with that ``sinkId`` are duplicate commits that publish nothing. When a
+streaming micro-batch fails, ``abort`` drops what the tasks that succeeded staged; rows a failed
+task staged stay staged until that batch is run again (the restarted query replaces them) or
+the batch commits.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import json
+import math
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import BinaryType, StringType, StructType
+
+try:  # PySpark >= 4.1
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+except ImportError:  # pragma: no cover - PySpark 4.0: rows instead of Arrow batches
+    _StreamWriterBase = DataSourceStreamWriter
+
+__all__ = [
+    "ROUTE_ABORT",
+    "ROUTE_APPEND",
+    "ROUTE_COMMIT",
+    "ROUTE_STAGE",
+    "RSocketCommitMessage",
+    "RSocketStreamWriter",
+    "RSocketWriter",
+    "SinkOptions",
+]
+
+#: Routes of the streamlog responder (see :mod:`rsocket_tx.streamlog`).
+ROUTE_APPEND = "log.append"
+ROUTE_STAGE = "log.stage"
+ROUTE_COMMIT = "log.commit"
+ROUTE_ABORT = "log.abort"
+
+FORMATS = ("json", "cbor", "binary")
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE)
+
+#: Spark's local property with the micro-batch id in a streaming task (MicroBatchExecution).
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+#: Spark's local property with the streaming query's id (stable across checkpoint restarts).
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+
+#: Payloads handed from the task thread to the reactor thread at a time.
+CHUNK_ROWS = 2048
+#: Chunks queued for the reactor before the task thread waits (memory bound per task).
+MAX_QUEUED_CHUNKS = 4
+
+
+# --------------------------------------------------------------------------------------
+# options
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """The sink's options, validated.
+
+    :ivar endpoint: endpoint string or URI of the streamlog responder (``tcp:host=H:port=P``,
+        ``tcp://H:P``, ``tls://…``, ``ws://…``; see docs/transports.rst).
+    :ivar topic: the log topic written to.
+    :ivar shard: the topic's shard (int >= 0) every row goes to.
+    :ivar format: ``json``, ``cbor`` or ``binary``.
+    :ivar guarantee: ``at-least-once`` or ``exactly-once``.
+    :ivar sink_id: the exactly-once query id (``sinkId``), or None.
+    :ivar timeout: seconds a task or the driver waits for the responder (connect, credit,
+        acknowledgements) before failing; option ``timeout`` is in milliseconds.
+    """
+
+    endpoint: str
+    topic: str
+    shard: int = 0
+    format: str = "json"
+    guarantee: str = AT_LEAST_ONCE
+    sink_id: str | None = None
+    timeout: float = 300.0
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
+        """Validate the data source options for a write of ``schema``.
+
+        Option names are case-insensitive: ``endpoint`` (required; ``endpoints`` with a single
+        entry is accepted too), ``topic`` (required), ``shard`` (int >= 0, default 0),
+        ``format`` (``json`` default, ``cbor``, ``binary``), ``guarantee`` (``at-least-once``
+        default, ``exactly-once``), ``sinkId``, ``timeout`` (milliseconds, default 300000).
+
+        :raises ValueError: an option is missing or has a wrong value; ``format=binary`` and
+            the schema has no ``data`` column of type binary or string.
+        """
+        opts = {str(k).lower(): v for k, v in dict(options).items()}
+        endpoint = (opts.get("endpoint") or "").strip()
+        if not endpoint:
+            many = [e.strip() for e in (opts.get("endpoints") or "").split(",") if e.strip()]
+            if len(many) > 1:
+                raise ValueError(
+                    "the rsocket sink writes to one endpoint, got endpoints="
+                    f"{opts['endpoints']!r}; "
+                    "use option 'endpoint'")
+            if not many:
+                raise ValueError("the rsocket sink needs option 'endpoint' (the streamlog "
+                                 "responder, e.g. 'tcp:host=127.0.0.1:port=7878')")
+            endpoint = many[0]
+        topic = (opts.get("topic") or "").strip()
+        if not topic:
+            raise ValueError("the rsocket sink needs option 'topic' (the log topic to write to)")
+        shard_text = str(opts.get("shard", "0")).strip()
+        try:
+            shard = int(shard_text)
+        except ValueError:
+            shard = -1
+        if shard < 0:
+            raise ValueError(f"option 'shard' must be an integer >= 0, got {shard_text!r}")
+        fmt = str(opts.get("format", "json")).strip().lower()
+        if fmt not in FORMATS:
+            raise ValueError(f"option 'format' must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        guarantee = str(opts.get("guarantee", AT_LEAST_ONCE)).strip().lower().replace("_", "-")
+        if guarantee not in GUARANTEES:
+            raise ValueError(f"option 'guarantee' must be one of {', '.join(GUARANTEES)}, "
+                             f"got {opts.get('guarantee')!r}")
+        sink_id = opts.get("sinkid")
+        sink_id = str(sink_id).strip() if sink_id is not None else None
+        if sink_id == "":
+            raise ValueError("option 'sinkId' must not be empty")
+        timeout_text = str(opts.get("timeout", "300000")).strip()
+        try:
+            timeout_ms = int(timeout_text)
+        except ValueError:
+            timeout_ms = 0
+        if timeout_ms <= 0:
+            raise ValueError(f"option 'timeout' must be a positive integer of milliseconds, "
+                             f"got {timeout_text!r}")
+        if fmt == "binary":
+            fields = {f.name: f for f in schema.fields}
+            data = fields.get("data")
+            if data is None or not isinstance(data.dataType, (BinaryType, StringType)):
+                raise ValueError(
+                    "format 'binary' writes the 'data' column: the DataFrame needs a column "
+                    f"'data' of type binary or string, its schema is {schema.simpleString()}")
+        return cls(endpoint, topic, shard, fmt, guarantee, sink_id, timeout_ms / 1000.0)
+
+
+# --------------------------------------------------------------------------------------
+# encoding rows into records
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    raise TypeError(f"cannot encode a {type(value).__name__} as JSON")
+
+
+def _finite(value):
+    """``value`` with NaN and infinite floats (anywhere inside) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _has_map(arrow_type) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_map(arrow_type):
+        return True
+    if pa.types.is_struct(arrow_type):
+        return any(_has_map(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _has_map(arrow_type.value_type)
+    return False
+
+
+def _maps_to_dicts(value, arrow_type):
+    """Arrow gives maps as lists of (key, value) tuples: make them dicts (for JSON/CBOR)."""
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_map(arrow_type):
+        return {k: _maps_to_dicts(v, arrow_type.item_type) for k, v in value}
+    if pa.types.is_struct(arrow_type):
+        return {f.name: _maps_to_dicts(value[f.name], f.type) for f in arrow_type}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return [_maps_to_dicts(v, arrow_type.value_type) for v in value]
+    return value
+
+
+def _columns(batch) -> tuple[list[str], list[list]]:
+    names = batch.schema.names
+    cols = []
+    for i, col in enumerate(batch.columns):
+        values = col.to_pylist()
+        typ = batch.schema.field(i).type
+        if _has_map(typ):
+            values = [_maps_to_dicts(v, typ) for v in values]
+        cols.append(values)
+    return names, cols
+
+
+def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
+    """``encode(batch)``: the records of an Arrow RecordBatch, or of a list of Rows."""
+    if fmt == "binary":
+        def encode(batch) -> list[bytes]:
+            if isinstance(batch, list):
+                values = [row["data"] for row in batch]
+            else:
+                values = batch.column(batch.schema.get_field_index("data")).to_pylist()
+            return [b"" if v is None else (v.encode("utf-8") if isinstance(v, str) else bytes(v))
+                    for v in values]
+        return encode
+
+    if fmt == "json":
+        dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                                 default=_json_default).encode
+
+        def encode_one(obj) -> bytes:
+            try:
+                return dumps(obj).encode("utf-8")
+            except ValueError:  # NaN or infinity: not JSON; written as null
+                return dumps(_finite(obj)).encode("utf-8")
+    else:
+        import cbor2
+
+        def encode_one(obj) -> bytes:
+            return cbor2.dumps(obj, timezone=datetime.UTC)
+
+    def encode(batch) -> list[bytes]:
+        if isinstance(batch, list):
+            return [encode_one(row.asDict(recursive=True)) for row in batch]
+        names, cols = _columns(batch)
+        return [encode_one(dict(zip(names, values))) for values in zip(*cols)]
+    return encode
+
+
+def _chunks(items: Iterable, encode) -> Iterator[list[bytes]]:
+    """Records in chunks of at most CHUNK_ROWS from an iterator of Arrow batches or Rows."""
+    rows: list = []
+    for item in items:
+        if hasattr(item, "num_rows"):  # an Arrow RecordBatch
+            if rows:
+                yield encode(rows)
+                rows = []
+            for start in range(0, item.num_rows, CHUNK_ROWS):
+                part = item.slice(start, CHUNK_ROWS)
+                if part.num_rows:
+                    yield encode(part)
+        else:  # a Row (PySpark 4.0 streaming writer)
+            rows.append(item)
+            if len(rows) >= CHUNK_ROWS:
+                yield encode(rows)
+                rows = []
+    if rows:
+        yield encode(rows)
+
+
+# --------------------------------------------------------------------------------------
+# the request-channel between a task thread and the reactor thread
+
+
+class ChannelFeed:
+    """The outbound side of a request-channel, fed in chunks from another thread.
+
+    The reactor's outbound pump pulls payloads one at a time as the responder grants
+    REQUEST_N credit; the feeding thread hands over whole chunks (lists of Payload) with
+    :meth:`put`, which blocks while :data:`MAX_QUEUED_CHUNKS` chunks are not yet taken, so a
+    task never holds more than a few chunks of rows the responder has not asked for.
+    """
+
+    def __init__(self, reactor, max_chunks: int = MAX_QUEUED_CHUNKS) -> None:
+        self._reactor = reactor
+        self._max = max_chunks
+        self._cond = threading.Condition()
+        self._queued = 0  # chunks handed over, not yet fully taken (guarded by _cond)
+        self._closed: BaseException | None = None  # the channel is over (guarded by _cond)
+        # reactor thread only:
+        self._chunks: deque = deque()
+        self._pos = 0
+        self._waiter = None
+        self._ended = False
+        self._error: BaseException | None = None
+
+    # feeding thread ------------------------------------------------------------------
+
+    def put(self, payloads: list, timeout: float) -> None:
+        """Hand ``payloads`` over; wait (up to ``timeout`` seconds) for room first.
+
+        :raises Exception: the channel already ended (the responder's error, or a
+            RuntimeError when it completed early); TimeoutError after ``timeout``.
+        """
+        with self._cond:
+            if not self._cond.wait_for(
+                    lambda: self._queued < self._max or self._closed is not None, timeout):
+                raise TimeoutError(f"the responder granted no credit for {timeout:g} s")
+            if self._closed is not None:
+                raise self._closed
+            self._queued += 1
+        self._reactor.callFromThread(self._add, payloads)
+
+    def finish(self) -> None:
+        """No more payloads: the channel's outbound side completes once all are sent."""
+        self._reactor.callFromThread(self._end, None)
+
+    def fail(self, exc: BaseException) -> None:
+        """The input failed: the outbound side ends with ERROR (the responder discards)."""
+        self._reactor.callFromThread(self._end, exc)
+
+    # reactor thread ------------------------------------------------------------------
+
+    def close(self, error: BaseException | None) -> None:
+        """The channel is over: wake a waiting :meth:`put`."""
+        with self._cond:
+            if self._closed is None:
+                self._closed = error or RuntimeError("the request-channel ended early")
+            self._cond.notify_all()
+
+    def _add(self, payloads: list) -> None:
+        if payloads:
+            self._chunks.append(payloads)
+        else:
+            self._taken()
+        self._wake()
+
+    def _end(self, error: BaseException | None) -> None:
+        self._ended = True
+        self._error = error
+        self._wake()
+
+    def _taken(self) -> None:
+        with self._cond:
+            self._queued -= 1
+            self._cond.notify_all()
+
+    def _next(self):
+        chunks = self._chunks
+        if not chunks:
+            return None
+        chunk = chunks[0]
+        item = chunk[self._pos]
+        self._pos += 1
+        if self._pos >= len(chunk):
+            chunks.popleft()
+            self._pos = 0
+            self._taken()
+        return item
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            return
+        self._waiter = None
+        item = self._next()
+        if item is not None:
+            waiter.callback(item)
+        elif self._error is not None:
+            waiter.errback(self._error)
+        elif self._ended:
+            waiter.errback(StopAsyncIteration())
+        else:
+            self._waiter = waiter
+
+    def ready(self, n: int) -> list:
+        """(reactor thread) Up to ``n`` payloads available now, without waiting (possibly
+        none): lets a pump take what is buffered in one call instead of one ``__anext__``
+        per payload."""
+        out: list = []
+        chunks = self._chunks
+        while chunks and len(out) < n:
+            chunk = chunks[0]
+            end = min(len(chunk), self._pos + n - len(out))
+            out.extend(chunk[self._pos:end])
+            if end >= len(chunk):
+                chunks.popleft()
+                self._pos = 0
+                self._taken()
+            else:
+                self._pos = end
+        return out
+
+    def __aiter__(self) -> ChannelFeed:
+        return self
+
+    def __anext__(self):
+        from twisted.internet.defer import Deferred, fail, succeed
+
+        item = self._next()
+        if item is not None:
+            return succeed(item)
+        if self._error is not None:
+            return fail(self._error)
+        if self._ended:
+            return fail(StopAsyncIteration())
+
+        def cancelled(d):
+            if self._waiter is d:
+                self._waiter = None
+        self._waiter = Deferred(cancelled)
+        return self._waiter
+
+
+def _runtime():
+    from pyspark_rsocket import _runtime
+    return _runtime
+
+
+def call(endpoint: str, route: str, request: dict, timeout: float) -> dict:
+    """Request-response with JSON ``request`` on ``route``, from a non-reactor thread.
+
+    :returns: the decoded JSON response.
+    :raises rsocket_tx.RSocketError: the responder answered with an ERROR.
+    :raises TimeoutError: no answer within ``timeout`` seconds.
+    """
+    response = _runtime().request_response(endpoint, request, route=route, timeout=timeout)
+    return json.loads(bytes(response.data) or b"null") if response is not None else None
+
+
+def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[bytes]],
+                 ack_key: str, timeout: float, on_ack: Callable[[int], None] | None = None
+                 ) -> int:
+    """Send records over one request-channel and wait for the final acknowledgement.
+
+    Runs in a Spark task thread (not the reactor's). ``header`` is the first payload's JSON
+    (on ``route``), every record one later payload. The responder acknowledges with JSON
+    ``{ack_key: total}`` payloads and completes after its final acknowledgement.
+
+    :param chunks: lists of record bytes; pulled only as the responder grants credit. An
+        exception it raises ends the channel with ERROR and is raised again here.
+    :param timeout: seconds to wait for credit, and for the final acknowledgement.
+    :param on_ack: called (in the reactor thread) with each acknowledged total.
+    :returns: the number of records sent, all acknowledged.
+    :raises RuntimeError: the responder completed without acknowledging every record.
+    :raises rsocket_tx.RSocketError: the responder ended the channel with an ERROR.
+    :raises TimeoutError: no credit or no final acknowledgement within ``timeout``.
+    """
+    from twisted.internet.defer import ensureDeferred
+    from twisted.python.failure import Failure
+
+    from rsocket_tx import Payload
+
+    rt = _runtime()
+    reactor = rt.reactor()
+    rs = rt.get_connection(endpoint, timeout=timeout)
+    feed = ChannelFeed(reactor)
+    done: Future = Future()
+    running: list = []  # the Deferred of run(), then the RequestStream
+    acked = [0]
+
+    async def run():
+        stream = rs.request_channel(Payload(json.dumps(header).encode("utf-8")), feed,
+                                    route=route, prefetch=64)
+        running.append(stream)
+        async for payload in stream:
+            ack = json.loads(bytes(payload.data))
+            acked[0] = int(ack[ack_key])
+            if on_ack is not None:
+                on_ack(acked[0])
+        return acked[0]
+
+    def start():
+        d = ensureDeferred(run())
+        running.insert(0, d)
+
+        def ended(result):
+            error = result.value if isinstance(result, Failure) else None
+            feed.close(error)
+            if error is None:
+                done.set_result(result)
+            else:
+                done.set_exception(error)
+        d.addBoth(ended)
+
+    def cancel():
+        for thing in reversed(running):
+            thing.cancel()
+
+    reactor.callFromThread(start)
+    sent = 0
+    try:
+        for chunk in chunks:
+            feed.put([Payload(record) for record in chunk], timeout)
+            sent += len(chunk)
+    except TimeoutError:
+        reactor.callFromThread(cancel)
+        raise
+    except BaseException as exc:
+        if not done.done():
+            feed.fail(exc if isinstance(exc, Exception) else RuntimeError("task interrupted"))
+        raise
+    feed.finish()
+    try:
+        total = done.result(timeout)
+    except FutureTimeout:
+        reactor.callFromThread(cancel)
+        raise TimeoutError(f"{route} on {endpoint}: no final acknowledgement within "
+                           f"{timeout:g} s ({acked[0]} of {sent} records acknowledged)") from None
+    if total != sent:
+        raise RuntimeError(f"{route} on {endpoint}: the responder acknowledged {total} of "
+                           f"{sent} records")
+    return sent
+
+
+# --------------------------------------------------------------------------------------
+# the writers
+
+
+@dataclass
+class RSocketCommitMessage(WriterCommitMessage):
+    """What an exactly-once task staged (sent back to the driver's ``commit``).
+
+    :ivar query: the staging query id.
+    :ivar batch: the batch id (0 for a batch write, the micro-batch id when streaming).
+    :ivar partition: the Spark partition id (the staging key's partition).
+    :ivar count: rows sent (staged, or appended for at-least-once).
+    :ivar staged: whether rows were staged (empty partitions stage nothing).
+    """
+
+    query: str | None
+    batch: int
+    partition: int
+    count: int
+    staged: bool
+
+
+class _SinkBase:
+    """What the batch and streaming writers share."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.opts = SinkOptions.parse(options, schema)
+        self.schema = schema
+
+    # overridable, for tests that fail a task after some rows were acknowledged
+    def _on_ack(self, acked: int) -> None:
+        """Called in the reactor thread with each acknowledged record total of a task."""
+
+    def _write(self, iterator, query: str | None, batch: int) -> RSocketCommitMessage:
+        from pyspark import TaskContext
+
+        opts = self.opts
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else 0
+        chunks = _chunks(iterator, _encoder(opts.format))
+        if opts.guarantee == AT_LEAST_ONCE:
+            header = {"topic": opts.topic, "shard": opts.shard}
+            route, ack_key = ROUTE_APPEND, "acked"
+        else:
+            first = next(chunks, None)
+            if first is None:  # an empty partition stages nothing
+                return RSocketCommitMessage(query, batch, partition, 0, False)
+            chunks = _prepend(first, chunks)
+            header = {"topic": opts.topic, "shard": opts.shard, "query": query,
+                      "batch": batch, "partition": partition}
+            route, ack_key = ROUTE_STAGE, "staged"
+        count = send_records(opts.endpoint, route, header, chunks, ack_key, opts.timeout,
+                             self._on_ack)
+        return RSocketCommitMessage(query, batch, partition, count,
+                                    opts.guarantee == EXACTLY_ONCE)
+
+    def _commit(self, messages, query: str | None, batch: int) -> None:
+        if self.opts.guarantee != EXACTLY_ONCE:
+            return
+        staged = [m for m in messages if m is not None and m.staged]
+        if not staged:
+            return
+        query = staged[0].query
+        partitions = sorted({m.partition for m in staged})
+        expected = sum(m.count for m in staged)
+        answer = call(self.opts.endpoint, ROUTE_COMMIT,
+                      {"query": query, "batch": batch, "partitions": partitions},
+                      self.opts.timeout)
+        if not answer.get("duplicate") and answer.get("committed") != expected:
+            raise RuntimeError(f"log.commit of query {query!r} batch {batch} published "
+                               f"{answer.get('committed')} rows, the tasks staged {expected}")
+
+    def _abort(self, messages, query: str | None, batch: int) -> None:
+        if self.opts.guarantee != EXACTLY_ONCE:
+            return
+        queries = {m.query for m in messages if m is not None}
+        if query is not None:
+            queries.add(query)
+        for q in sorted(queries):
+            call(self.opts.endpoint, ROUTE_ABORT, {"query": q, "batch": batch},
+                 self.opts.timeout)
+
+
+def _prepend(first, rest):
+    yield first
+    yield from rest
+
+
+class RSocketWriter(_SinkBase, DataSourceArrowWriter):
+    """Batch sink (``df.write.format("rsocket")``); see the module docstring.
+
+    :param options: the data source options (see :meth:`SinkOptions.parse`).
+    :param schema: the DataFrame's schema.
+    :param overwrite: True for ``mode("overwrite")``, which an append-only log cannot do.
+    :raises ValueError: bad options, or ``overwrite``.
+    """
+
+    def __init__(self, options: Mapping[str, str], schema: StructType,
+                 overwrite: bool = False) -> None:
+        super().__init__(options, schema)
+        if overwrite:
+            raise ValueError("the rsocket sink appends to a log and cannot overwrite it: "
+                             "use mode('append')")
+        #: the exactly-once staging query id: sinkId, else fresh per write
+        self.query = self.opts.sink_id or str(uuid.uuid4())
+
+    def write(self, iterator) -> RSocketCommitMessage:
+        """(task) Send this partition's rows; see the module docstring.
+
+        :returns: the task's :class:`RSocketCommitMessage`.
+        :raises Exception: the responder failed or timed out (Spark retries the task).
+        """
+        return self._write(iterator, self.query, 0)
+
+    def commit(self, messages) -> None:
+        """(driver) Exactly-once: ``log.commit`` of the write; nothing at-least-once.
+
+        :raises RuntimeError: the responder published another number of rows than staged.
+        """
+        self._commit(messages, self.query, 0)
+
+    def abort(self, messages) -> None:
+        """(driver) Exactly-once: ``log.abort`` drops what the write's tasks staged."""
+        self._abort(messages, self.query, 0)
+
+
+class RSocketStreamWriter(_SinkBase, _StreamWriterBase):
+    """Streaming sink (``df.writeStream.format("rsocket")``); see the module docstring.
+
+    :param options: the data source options (see :meth:`SinkOptions.parse`); exactly-once
+        needs ``sinkId``.
+    :param schema: the streaming DataFrame's schema.
+    :raises ValueError: bad options, or exactly-once without ``sinkId``.
+    """
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        super().__init__(options, schema)
+        if self.opts.guarantee == EXACTLY_ONCE and self.opts.sink_id is None:
+            raise ValueError(
+                "guarantee 'exactly-once' on a streaming query needs option 'sinkId': an id "
+                "that stays the same when the query restarts from its checkpoint")
+
+    def write(self, iterator) -> RSocketCommitMessage:
+        """(task) Send this partition's rows of the current micro-batch.
+
+        :raises RuntimeError: no micro-batch id in the task (not a micro-batch query).
+        """
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        batch_text = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        if batch_text is None:
+            if self.opts.guarantee == EXACTLY_ONCE:
+                raise RuntimeError("exactly-once needs a micro-batch id (continuous "
+                                   "processing is not supported)")
+            batch_text = "-1"
+        query = None
+        if self.opts.guarantee == EXACTLY_ONCE:
+            query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY)
+            query = f"{self.opts.sink_id}/{query_id}" if query_id else self.opts.sink_id
+        return self._write(iterator, query, int(batch_text))
+
+    def commit(self, messages, batchId: int) -> None:  # noqa: N803 - PySpark's name
+        """(driver) Exactly-once: ``log.commit`` of micro-batch ``batchId`` (idempotent)."""
+        self._commit(messages, None, batchId)
+
+    def abort(self, messages, batchId: int) -> None:  # noqa: N803 - PySpark's name
+        """(driver) Exactly-once: ``log.abort`` of micro-batch ``batchId``."""
+        self._abort(messages, None, batchId)
