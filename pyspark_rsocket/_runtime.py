@@ -31,7 +31,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, succeed
+from twisted.internet.defer import Deferred, DeferredList, succeed
 from twisted.python.failure import Failure
 
 from rsocket_tx import Payload, connect
@@ -264,7 +264,7 @@ class ChunkedStream:
         self._error: BaseException | None = None
         self._stream = None  # RequestStream, reactor thread
         self._paused = False  # reactor side stopped draining because the queue is full
-        self._waiting = None  # Deferred of the RequestStream's __anext__
+        self._waiting = None  # the RequestStream.when_ready() Deferred being waited on
         self._closed = False
         self.items = 0  # payloads handed over so far
 
@@ -274,69 +274,49 @@ class ChunkedStream:
         self._stream = stream
         self._pump()
 
-    def _pump(self) -> None:
+    def _pump(self, _=None) -> None:
         """(Reactor.) Move the stream's buffered payloads into chunks while there is room;
         when it has none buffered, wait for the next one."""
+        self._waiting = None
         stream = self._stream
         if stream is None or self._closed:
             return
         self._paused = False
-        q = stream._queue
         size = self.chunk_size
+        moved = 0
         with self._cond:
             chunks = self._chunks
-            moved = 0
-            while q:
+            while True:
                 if chunks and chunks[-1] is not _END and len(chunks[-1]) < size:
                     last = chunks[-1]  # top up the newest chunk (not taken yet)
                 elif len(chunks) < self.max_chunks:
-                    last = []
-                    chunks.append(last)
+                    last = None
                 else:
+                    # the consumer is behind: take nothing more, so no REQUEST_N goes out
                     self._paused = True
                     break
-                room = size - len(last)
-                if len(q) <= room:
-                    last.extend(q)
-                    moved += len(q)
-                    q.clear()
+                items = stream.take_ready(size - (0 if last is None else len(last)))
+                if not items:
+                    break
+                if last is None:
+                    chunks.append(items)
                 else:
-                    for _ in range(room):
-                        last.append(q.popleft())
-                    moved += room
+                    last.extend(items)
+                moved += len(items)
             if moved:
                 self._cond.notify()
-        if moved:
-            stream._consume(moved)  # REQUEST_N for what the consumer side now holds
         if self._paused:
             return
-        if stream._done:
-            self._finish(stream._error)
+        if stream.ended:
+            self._finish(stream.error)
             return
         # nothing buffered: wait for the next payload (or the end)
-        d = self._waiting = ensureDeferred(stream.__anext__())
-        d.addCallbacks(self._got_one, self._got_error)
-
-    def _got_one(self, payload) -> None:
-        self._waiting = None
-        if self._closed:
-            return
-        # __anext__ consumed it already (credit counted); put it first, then drain the rest
-        with self._cond:
-            chunks = self._chunks
-            if chunks and chunks[-1] is not _END and len(chunks[-1]) < self.chunk_size:
-                chunks[-1].append(payload)
-            else:
-                chunks.append([payload])  # may exceed max_chunks by one: bounded anyway
-            self._cond.notify()
-        self._pump()
+        d = self._waiting = stream.when_ready()
+        d.addCallbacks(self._pump, self._got_error)
 
     def _got_error(self, failure) -> None:
         self._waiting = None
-        if isinstance(failure.value, StopAsyncIteration):
-            self._finish(None)
-        else:
-            self._finish(failure.value)
+        self._finish(failure.value)
 
     def _finish(self, error) -> None:
         with self._cond:

@@ -139,6 +139,60 @@ class RequestStream:
             self._finish_collect()
         return d
 
+    def take_ready(self, max_items: int | None = None) -> list[Payload]:
+        """Take the items buffered now, without waiting: for consumers that handle items in
+        batches (e.g. handing chunks to another thread) instead of one ``__anext__`` each.
+
+        The items taken count as consumed for flow control, exactly as if iterated: a REQUEST_N
+        goes out each time half of the ``prefetch`` window has been consumed. Do not mix with
+        ``async for`` or :meth:`collect` on the same stream.
+
+        :param max_items: take at most this many (None: all buffered).
+        :returns: the items, oldest first; an empty list when none is buffered (see
+            :meth:`when_ready` to wait, :attr:`ended` / :attr:`error` for the end).
+        :raises ValueError: ``max_items`` < 0.
+        """
+        queue = self._queue
+        if max_items is None or max_items >= len(queue):
+            items = list(queue)
+            queue.clear()
+        else:
+            if max_items < 0:
+                raise ValueError(f"max_items must be >= 0, got {max_items}")
+            items = [queue.popleft() for _ in range(max_items)]
+        self._consume(len(items))
+        return items
+
+    def when_ready(self) -> Deferred:
+        """A Deferred firing with None once an item is buffered or the stream has ended
+        (at once if either is already so). Nothing is consumed: follow with
+        :meth:`take_ready`.
+
+        :raises RuntimeError: the stream is already being consumed by ``async for`` or
+            :meth:`collect`.
+        """
+        if self._queue or self._done:
+            return succeed(None)
+        if self._collector is not None or self._waiter is not None:
+            raise RuntimeError("this stream is already being consumed")
+        self._waiter = d = Deferred()
+        return d.addCallback(self._put_back)
+
+    def _put_back(self, item) -> None:
+        if item is not None:
+            self._queue.appendleft(item)  # handed to the waiter by _wake/_end: not consumed
+
+    @property
+    def ended(self) -> bool:
+        """True once the stream has completed, failed or been cancelled (items may still be
+        buffered: :meth:`take_ready` returns them)."""
+        return self._done
+
+    @property
+    def error(self) -> BaseException | None:
+        """The error the stream ended with (None while open, on completion or cancel)."""
+        return self._error
+
     def cancel(self) -> None:
         """Cancel the stream: CANCEL to the peer (if still live); iteration stops."""
         if self._done:
@@ -264,17 +318,22 @@ class OutboundPump:
 
     :param protocol: the owning :class:`~rsocket_tx.protocol.RSocketProtocol`.
     :param stream_id: the stream to send on.
-    :param source: an iterable, async iterable, or a Deferred/coroutine of one.
+    :param source: an iterable, async iterable, or a Deferred/coroutine of one. An async
+        iterator may also have ``ready(n) -> list[Payload]``, returning up to ``n`` items that
+        are available now (an empty list when none is): the pump then sends those in batches,
+        as for a plain iterable, and awaits ``__anext__`` only when nothing is ready. This is
+        for sources fed from another thread in chunks (e.g. a Spark task's rows).
     """
 
-    __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_stopped", "_busy",
-                 "_scheduled", "_source_d", "_pending", "_in_pull")
+    __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_batching", "_stopped",
+                 "_busy", "_scheduled", "_source_d", "_pending", "_in_pull")
 
     def __init__(self, protocol: RSocketProtocol, stream_id: int, source) -> None:
         self._protocol = protocol
         self.stream_id = stream_id
         self._iter = None
         self._async = False
+        self._batching = False  # the async source also has ready(n): batches without awaits
         self._stopped = False
         self._busy = False  # an async __anext__ is outstanding
         self._scheduled = None
@@ -296,6 +355,7 @@ class OutboundPump:
             if isinstance(source, AsyncIterable):
                 self._iter = source.__aiter__()
                 self._async = True
+                self._batching = callable(getattr(self._iter, "ready", None))
             elif isinstance(source, Iterable):
                 self._iter = iter(source)
             else:
@@ -387,6 +447,32 @@ class OutboundPump:
         self._scheduled = None
         self.resume()
 
+    def _pull_ready(self) -> bool:
+        """Send what a batching async source has ready now (its ``ready(n)``); return whether
+        the caller should go on with ``__anext__`` (credit left, nothing more ready)."""
+        proto = self._protocol
+        conn = proto._conn
+        sid = self.stream_id
+        ready = self._iter.ready
+        for _ in range(_SYNC_BATCH):
+            if self._stopped or proto._paused:
+                return False
+            credit = conn.credit(sid)
+            if credit <= 0:
+                return False
+            try:
+                items = ready(credit if credit < _SYNC_BATCH else _SYNC_BATCH)
+            except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
+                self._fail(exc)
+                return False
+            if not items:
+                return True
+            for item in items:
+                if not self._send(item):
+                    return False
+            proto._flush(force=True)
+        return True
+
     def _pull_async(self) -> None:
         # a loop, not recursion: an async source whose items are ready at once completes each
         # __anext__ synchronously; after a batch of those, yield to the reactor
@@ -395,6 +481,8 @@ class OutboundPump:
         proto = self._protocol
         self._in_pull = True
         try:
+            if self._batching and not self._pull_ready():
+                return
             for _ in range(_SYNC_BATCH):
                 if self._stopped or self._busy or proto._paused or \
                         proto._conn.credit(self.stream_id) <= 0:

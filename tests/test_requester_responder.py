@@ -1059,3 +1059,111 @@ def test_setup_payload_too_large_for_one_frame_is_refused_with_a_clear_error():
 
     with pytest.raises(ValueError, match="SETUP cannot be fragmented"):
         make_setup(setup_payload=Payload(b"x" * 16_777_216))
+
+
+# --------------------------------------------------------------------- batch consumption
+
+
+@aio
+async def test_take_ready_and_when_ready_drain_a_stream_in_batches(harness):
+    rs, stream, pulled, closed = await counting_stream(harness, prefetch=8)
+    got = []
+    while len(got) < 30:
+        await wait(stream.when_ready())
+        batch = stream.take_ready(5)
+        assert 1 <= len(batch) <= 5
+        got += [p.data for p in batch]
+    await wait(rs.request_response(Payload(b"barrier")))
+    assert got[:30] == [b"%d" % i for i in range(len(got))][:30]
+    # credit follows what was taken: the responder is never more than the window ahead
+    assert len(pulled) <= len(got) + 8
+    assert not stream.ended and stream.error is None
+    stream.cancel()
+    assert stream.ended
+    assert await wait(closed) <= len(got) + 16
+    assert await wait(stream.when_ready()) is None  # ended: fires at once
+    assert stream.take_ready() == []
+
+
+@aio
+async def test_when_ready_reports_the_end_and_the_error(harness):
+    class R(EchoResponder):
+        def request_stream(self, payload):
+            if payload.data == b"fail":
+                raise ApplicationError("no stream")
+            return [Payload(b"a"), Payload(b"b")]
+
+    rs = await harness.connect(await harness.serve(R))
+    stream = rs.request_stream(Payload(b"ok"))
+    got = []
+    while True:
+        await wait(stream.when_ready())
+        items = stream.take_ready()
+        got += [p.data for p in items]
+        if stream.ended and not items:
+            break
+    assert got == [b"a", b"b"] and stream.error is None
+    failing = rs.request_stream(Payload(b"fail"))
+    await wait(failing.when_ready())
+    assert failing.ended and isinstance(failing.error, ApplicationError)
+    assert failing.error.message == "no stream"
+    with pytest.raises(ValueError, match="max_items"):
+        failing.take_ready(-1)
+
+
+class ReadySource:
+    """An async source that also offers ``ready(n)``: items fed from outside, in batches."""
+
+    def __init__(self) -> None:
+        self.buffer: list = []
+        self.ended = False
+        self.anext_calls = 0
+        self.ready_calls = 0
+        self.waiter: Deferred | None = None
+
+    def feed(self, items, end: bool = False) -> None:
+        self.buffer += items
+        self.ended = self.ended or end
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            waiter.callback(None)
+
+    def ready(self, n: int) -> list:
+        self.ready_calls += 1
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        self.anext_calls += 1
+        while not self.buffer:
+            if self.ended:
+                raise StopAsyncIteration
+            self.waiter = Deferred()
+            await self.waiter
+        return self.buffer.pop(0)
+
+
+@aio
+async def test_channel_source_with_ready_is_sent_in_batches_within_credit(harness):
+    received: list = []
+
+    class R(EchoResponder):
+        async def request_channel(self, payload, inbound):
+            async for p in inbound:
+                received.append(p.data)
+            return [Payload(b"%d" % len(received))]
+
+    rs = await harness.connect(await harness.serve(R))
+    source = ReadySource()
+    source.feed([Payload(b"%d" % i) for i in range(1000)])
+    channel = rs.request_channel(Payload(b"first"), source)
+    reactor.callLater(0, source.feed, [Payload(b"%d" % i) for i in range(1000, 1500)], True)
+    answer = await wait(channel.collect())
+    assert received == [b"%d" % i for i in range(1500)]  # (the first payload is the request)
+    assert [p.data for p in answer] == [b"1500"]
+    # 1500 items went out through ready(); __anext__ only ran when nothing was ready
+    assert source.anext_calls <= 3
+    assert source.ready_calls >= 1500 // 512
