@@ -234,7 +234,7 @@ def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca
     :param interface: address to listen on; "" every IPv4 interface; an IPv6 address listens
         on IPv6.
     :param backlog: listen queue length.
-    Other parameters: see :func:`server_options`.
+    :param private_key: and the other parameters: see :func:`server_options`.
     :raises ValueError: a bad file (see :func:`server_options`).
     """
     options = server_options(private_key, certificate, ca_certs=ca_certs,
@@ -263,7 +263,7 @@ def tls_client_endpoint(reactor, host: str, port: int, *, trust_roots=None, cert
     :param port: TCP port.
     :param timeout: seconds per connection attempt.
     :param bind_address: local address to connect from.
-    Other parameters: see :func:`client_options`.
+    :param trust_roots: and the other parameters: see :func:`client_options`.
     :raises ValueError: a bad file (see :func:`client_options`).
     """
     options = client_options(host, trust_roots=trust_roots, certificate=certificate,
