@@ -25,6 +25,115 @@ from dataclasses import asdict, dataclass, field
 
 COUNT_QUERY = b"count"
 
+#: Transports every workload can run over: plain TCP, TLS over TCP, WebSocket (one message
+#: per frame, no length prefix), WebSocket over TLS.
+TRANSPORTS = ("tcp", "tls", "ws", "wss")
+#: The URL path of every WebSocket server.
+WS_PATH = "/rsocket"
+#: The host name TLS clients verify (the throwaway certificate names it and 127.0.0.1).
+TLS_HOST = "localhost"
+
+
+def transport() -> str:
+    """This child's transport (environment ``BENCH_TRANSPORT``; default tcp)."""
+    return os.environ.get("BENCH_TRANSPORT") or "tcp"
+
+
+def is_tls(kind: str) -> bool:
+    return kind in ("tls", "wss")
+
+
+def is_ws(kind: str) -> bool:
+    return kind in ("ws", "wss")
+
+
+def ws_url(port: int, kind: str) -> str:
+    return f"{'wss' if kind == 'wss' else 'ws'}://{TLS_HOST}:{port}{WS_PATH}"
+
+
+def tls_files() -> tuple[str, str]:
+    """(certificate PEM path, private key PEM path) from the orchestrator's environment."""
+    return os.environ["BENCH_TLS_CERT"], os.environ["BENCH_TLS_KEY"]
+
+
+def make_tls_files(directory: str) -> tuple[str, str]:
+    """Write a throwaway self-signed EC P-256 certificate for localhost and 127.0.0.1 and its
+    key into ``directory``; return their paths (certificate, key). Made at run time: no key
+    is ever committed."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, TLS_HOST)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName(TLS_HOST), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path = os.path.join(directory, "bench-cert.pem")
+    key_path = os.path.join(directory, "bench-key.pem")
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def twisted_tls_options():
+    """(server options, client options) for Twisted TLS from :func:`tls_files`."""
+    from twisted.internet import ssl
+
+    cert_path, key_path = tls_files()
+    with open(cert_path, "rb") as f:
+        cert = f.read()
+    with open(key_path, "rb") as f:
+        key = f.read()
+    server = ssl.PrivateCertificate.loadPEM(key + cert).options()
+    client = ssl.optionsForClientTLS(TLS_HOST, trustRoot=ssl.Certificate.loadPEM(cert))
+    return server, client
+
+
+def twisted_server_endpoint(reactor, kind: str):
+    """The TCP or TLS server endpoint on a free loopback port (the stream under WS too)."""
+    from twisted.internet.endpoints import SSL4ServerEndpoint, TCP4ServerEndpoint
+
+    if is_tls(kind):
+        return SSL4ServerEndpoint(reactor, 0, twisted_tls_options()[0], interface="127.0.0.1")
+    return TCP4ServerEndpoint(reactor, 0, interface="127.0.0.1")
+
+
+def twisted_client_endpoint(reactor, port: int, kind: str):
+    """The TCP or TLS client endpoint to the loopback ``port`` (the stream under WS too)."""
+    from twisted.internet.endpoints import TCP4ClientEndpoint, wrapClientTLS
+
+    endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", port)
+    if is_tls(kind):
+        endpoint = wrapClientTLS(twisted_tls_options()[1], endpoint)
+    return endpoint
+
+
+def asyncio_ssl_contexts():
+    """(server SSLContext, client SSLContext) for asyncio from :func:`tls_files`."""
+    import ssl
+
+    cert_path, key_path = tls_files()
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_path, key_path)
+    client = ssl.create_default_context(cafile=cert_path)
+    return server, client
+
 
 def stream_request(n: int, size: int) -> bytes:
     """Request data of the stream workloads: ``b"<n>:<size>"``."""

@@ -17,6 +17,11 @@ kind      direction  meaning
 This is the yardstick: parsing is done in place over the received ``bytes`` (or a
 ``bytearray`` holding a partial frame), each frame is copied exactly once into the ``bytes``
 handed to ``frameReceived``, and writers respect the transports' producer interface.
+
+Transports (``BENCH_TRANSPORT``): ``tcp``; ``tls`` (the same protocol through Twisted's TLS
+endpoints); ``ws`` / ``wss``: the same bodies, one per binary WebSocket message (no length
+prefix), through autobahn's Twisted WebSocket protocols (``sendMessage`` / ``onMessage``),
+over TCP or TLS.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from zope.interface import implementer
 if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, __file__.rsplit("/", 2)[0])
 
+from benchmarks import common as bench
 from benchmarks.common import (
     Deadline,
     RunResult,
@@ -51,9 +57,6 @@ def framed(body: bytes) -> bytes:
     return len(body).to_bytes(3, "big") + body
 
 
-END_FRAME = framed(b"e")
-CANCEL_FRAME = framed(b"X")
-COUNT_FRAME = framed(b"C")
 
 
 class FramedProtocol(Protocol):
@@ -104,10 +107,11 @@ class FramedProtocol(Protocol):
 class StreamProducer:
     """Writes ``n`` prebuilt item frames while the transport is not paused, then ``e``."""
 
-    def __init__(self, proto: RawServerProtocol, n: int, size: int) -> None:
+    def __init__(self, proto: ServerLogic, n: int, size: int) -> None:
         self.proto = proto
-        self.transport = proto.transport
-        self.frame = framed(b"s" + b"x" * size)
+        self.transport = proto.transport  # (under WebSocket: the TCP/TLS transport)
+        self.write = proto.write_encoded
+        self.frame = proto.encode(b"s" + b"x" * size)
         self.remaining = n
         self.paused = False
         self.finished = False
@@ -117,7 +121,7 @@ class StreamProducer:
         self._produce()
 
     def _produce(self) -> None:
-        write = self.transport.write
+        write = self.write
         frame = self.frame
         while self.remaining and not self.paused:
             self.remaining -= 1
@@ -131,7 +135,7 @@ class StreamProducer:
         self.finished = True
         self.remaining = 0
         self.transport.unregisterProducer()
-        self.transport.write(END_FRAME)
+        self.write(self.proto.encode(b"e"))
         self.proto.stream = None
 
     def cancel(self) -> None:
@@ -150,20 +154,25 @@ class StreamProducer:
         self.finished = True
 
 
-class RawServerProtocol(FramedProtocol):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fnf_count = 0
-        self.stream: StreamProducer | None = None
+class ServerLogic:
+    """The server's side of the workloads, over any framing: ``encode(body)`` makes what
+    ``write_encoded`` sends as one frame."""
+
+    fnf_count = 0
+    stream: StreamProducer | None = None
+    encode = staticmethod(framed)
+
+    def write_encoded(self, frame: bytes) -> None:
+        self.transport.write(frame)
 
     def frameReceived(self, body: bytes) -> None:
         kind = body[0]
         if kind == K_REQ:
-            self.transport.write(framed(body))
+            self.write_encoded(self.encode(body))
         elif kind == K_FNF:
             self.fnf_count += 1
         elif kind == K_COUNT:
-            self.transport.write(framed(b"c%d" % self.fnf_count))
+            self.write_encoded(self.encode(b"c%d" % self.fnf_count))
         elif kind == K_STREAM:
             n, size = parse_stream_request(body[1:])
             self.stream = StreamProducer(self, n, size)
@@ -175,11 +184,74 @@ class RawServerProtocol(FramedProtocol):
             self.transport.loseConnection()
 
 
+class RawServerProtocol(ServerLogic, FramedProtocol):
+    """TCP / TLS: 24-bit length-prefixed frames."""
+
+    def connectionMade(self) -> None:
+        self.write_encoded = self.transport.write
+
+
+def _ws_classes():
+    """autobahn-based server and client protocols (imported only for ws / wss)."""
+    from autobahn.twisted.websocket import (
+        WebSocketClientProtocol,
+        WebSocketServerFactory,
+        WebSocketServerProtocol,
+    )
+
+    class WSServerProtocol(ServerLogic, WebSocketServerProtocol):
+        """One body per binary WebSocket message."""
+
+        encode = staticmethod(bytes)
+
+        def write_encoded(self, message: bytes) -> None:
+            self.sendMessage(message, True)
+
+        def onMessage(self, payload: bytes, isBinary: bool) -> None:
+            self.frameReceived(payload)
+
+    class WSClientProtocol(ClientLogic, WebSocketClientProtocol):
+        encode = staticmethod(bytes)
+
+        def __init__(self) -> None:
+            WebSocketClientProtocol.__init__(self)
+            ClientLogic.__init__(self)
+            from twisted.internet.defer import Deferred
+
+            self.opened = Deferred()
+
+        def write_encoded(self, message: bytes) -> None:
+            self.sendMessage(message, True)
+
+        def onOpen(self) -> None:
+            self.opened.callback(self)
+
+        def onMessage(self, payload: bytes, isBinary: bool) -> None:
+            self.frameReceived(payload)
+
+    def server_factory():
+        factory = WebSocketServerFactory()
+        factory.protocol = WSServerProtocol
+        factory.setProtocolOptions(autoFragmentSize=0, maxFramePayloadSize=0,
+                                   maxMessagePayloadSize=0)
+        return factory
+
+    return server_factory, WSClientProtocol
+
+
 def server() -> None:
     from twisted.internet import reactor
 
-    port = reactor.listenTCP(0, Factory.forProtocol(RawServerProtocol), interface="127.0.0.1")
-    announce_port(port.getHost().port)
+    kind = bench.transport()
+    if bench.is_ws(kind):
+        factory = _ws_classes()[0]()
+    else:
+        factory = Factory.forProtocol(RawServerProtocol)
+
+    def listening(port) -> None:
+        announce_port(port.getHost().port)
+
+    bench.twisted_server_endpoint(reactor, kind).listen(factory).addCallback(listening)
     reactor.run()
 
 
@@ -187,11 +259,16 @@ def server() -> None:
 
 
 @implementer(IPushProducer)
-class RawClientProtocol(FramedProtocol):
-    """One measured run at a time; ``frameReceived`` dispatches to the current run's handler."""
+class ClientLogic:
+    """One measured run at a time; ``frameReceived`` dispatches to the current run's handler.
+    ``encode(body)`` makes what ``write_encoded`` sends as one frame."""
+
+    encode = staticmethod(framed)
+
+    def write_encoded(self, frame: bytes) -> None:
+        self.transport.write(frame)
 
     def __init__(self) -> None:
-        super().__init__()
         self.handler = self._unexpected
         self.done = None
         self.result: RunResult | None = None
@@ -200,6 +277,7 @@ class RawClientProtocol(FramedProtocol):
         self._produce = None
 
     def connectionLost(self, reason=None) -> None:
+        super().connectionLost(reason)
         if self.done is not None and not self.done.called:
             self.done.errback(reason)
 
@@ -239,8 +317,8 @@ class RawClientProtocol(FramedProtocol):
 
     # request-response, ``inflight`` outstanding
     def _start_rr(self, spec: Spec, count: int, deadline: Deadline) -> None:
-        request = framed(b"R" + b"x" * spec.size)
-        write = self.transport.write
+        request = self.encode(b"R" + b"x" * spec.size)
+        write = self.write_encoded
         state = {"sent": 0, "got": 0, "nbytes": 0, "stop": False}
 
         def on_reply(body: bytes) -> None:
@@ -274,7 +352,7 @@ class RawClientProtocol(FramedProtocol):
                 if (items & 255) == 0 and deadline.passed():
                     state["canceled"] = True
                     self._finish(deadline, items, state["nbytes"], False)
-                    self.transport.write(CANCEL_FRAME)
+                    self.write_encoded(self.encode(b"X"))
             elif body[0] == K_END:
                 if not state["canceled"]:
                     self._finish(deadline, state["items"], state["nbytes"], True)
@@ -283,12 +361,13 @@ class RawClientProtocol(FramedProtocol):
                 self._unexpected(body)
 
         self.handler = on_frame
-        self.transport.write(framed(b"S" + stream_request(count, spec.size)))
+        self.write_encoded(self.encode(b"S" + stream_request(count, spec.size)))
 
     # fire-and-forget, then count queries until the server saw them all
     def _start_fnf(self, spec: Spec, count: int, deadline: Deadline) -> None:
-        message = framed(b"F" + b"x" * spec.size)
-        write = self.transport.write
+        message = self.encode(b"F" + b"x" * spec.size)
+        count_frame = self.encode(b"C")
+        write = self.write_encoded
         state = {"sent": 0}
         base = self.fnf_expected
 
@@ -309,7 +388,7 @@ class RawClientProtocol(FramedProtocol):
             self._produce = None
             self.transport.unregisterProducer()
             self.fnf_expected = base + state["sent"]
-            write(COUNT_FRAME)
+            write(count_frame)
 
         def on_count(body: bytes) -> None:
             if body[0] != K_COUNT_REPLY:
@@ -319,7 +398,7 @@ class RawClientProtocol(FramedProtocol):
                 self._finish(deadline, sent, sent * spec.size, sent == count)
                 self._resolve()
             else:
-                write(COUNT_FRAME)
+                write(count_frame)
 
         self.handler = on_count
         self._paused = False
@@ -328,11 +407,34 @@ class RawClientProtocol(FramedProtocol):
         produce()
 
 
-async def _client(reactor, port: int, spec: Spec) -> None:
-    from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+class RawClientProtocol(ClientLogic, FramedProtocol):
+    """TCP / TLS: 24-bit length-prefixed frames."""
 
-    proto = await connectProtocol(TCP4ClientEndpoint(reactor, "127.0.0.1", port),
-                                  RawClientProtocol())
+    def __init__(self) -> None:
+        FramedProtocol.__init__(self)
+        ClientLogic.__init__(self)
+
+    def connectionMade(self) -> None:
+        self.write_encoded = self.transport.write
+
+
+async def _client(reactor, port: int, spec: Spec) -> None:
+    from twisted.internet.endpoints import connectProtocol
+
+    kind = bench.transport()
+    endpoint = bench.twisted_client_endpoint(reactor, port, kind)
+    if bench.is_ws(kind):
+        from autobahn.twisted.websocket import WebSocketClientFactory
+
+        factory = WebSocketClientFactory(bench.ws_url(port, kind))
+        factory.setProtocolOptions(autoFragmentSize=0, maxFramePayloadSize=0,
+                                   maxMessagePayloadSize=0)
+        proto = _ws_classes()[1]()
+        proto.factory = factory
+        await connectProtocol(endpoint, proto)
+        await proto.opened
+    else:
+        proto = await connectProtocol(endpoint, RawClientProtocol())
     try:
         if spec.warmup:
             await proto.run(spec, spec.warmup, spec.budget)

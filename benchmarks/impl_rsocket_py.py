@@ -11,6 +11,11 @@ Configured as fairly as its API allows:
   window arrived (the library's ``CollectorSubscriber`` waits for the whole window, which
   stalls the pipe), and only counts items instead of keeping them;
 * keepalive 20 s / lifetime 90 s and ``application/octet-stream`` as for rsocket_tx.
+
+Transports (``BENCH_TRANSPORT``): ``tcp``; ``tls``: ``TransportTCP`` over asyncio streams opened
+with an ``ssl.SSLContext``; ``ws`` / ``wss``: rsocket-py's aiohttp WebSocket transports
+(``websocket_handler_factory`` on an ``aiohttp.web`` server, ``TransportAioHttpClient`` over an
+``aiohttp`` client WebSocket), over TCP or TLS.
 """
 
 from __future__ import annotations
@@ -161,13 +166,31 @@ def server() -> None:
                                 keep_alive_period=KEEPALIVE, max_lifetime_period=LIFETIME)
         connections.add(rsocket)
 
+    kind = bench.transport()
+    server_ssl = bench.asyncio_ssl_contexts()[0] if bench.is_tls(kind) else None
+
     async def main() -> None:
-        srv = await asyncio.start_server(session, "127.0.0.1", 0)
+        srv = await asyncio.start_server(session, "127.0.0.1", 0, ssl=server_ssl)
         announce_port(srv.sockets[0].getsockname()[1])
         async with srv:
             await srv.serve_forever()
 
-    asyncio.run(main())
+    async def main_ws() -> None:
+        from aiohttp import web
+        from rsocket.transports.aiohttp_websocket import websocket_handler_factory
+
+        app = web.Application()
+        app.add_routes([web.get(bench.WS_PATH, websocket_handler_factory(
+            handler_factory=handler_class, data_encoding=MIME, metadata_encoding=MIME,
+            keep_alive_period=KEEPALIVE, max_lifetime_period=LIFETIME))])
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ssl)
+        await site.start()
+        announce_port(site._server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main_ws() if bench.is_ws(kind) else main())
 
 
 # ----------------------------------------------------------------------------- client
@@ -206,16 +229,35 @@ async def _client(port: int, spec: Spec) -> None:
 
     quiet()
     state = {"classes": _classes(), "fnf_expected": 0}
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    transport = TransportTCP(reader, writer, read_buffer_size=read_buffer_size())
-    async with RSocketClient(single_transport_provider(transport),
-                             data_encoding=MIME, metadata_encoding=MIME,
-                             keep_alive_period=KEEPALIVE,
-                             max_lifetime_period=LIFETIME) as client:
-        if spec.warmup:
-            await _run(client, spec, spec.warmup, spec.budget, state)
-        runs = [await _run(client, spec, spec.count, spec.budget, state)
-                for _ in range(spec.repeat)]
+    kind = bench.transport()
+    client_ssl = bench.asyncio_ssl_contexts()[1] if bench.is_tls(kind) else None
+    session = None
+    if bench.is_ws(kind):
+        import aiohttp
+        from rsocket.transports.aiohttp_websocket import TransportAioHttpClient
+
+        session = aiohttp.ClientSession()
+        websocket = await session.ws_connect(bench.ws_url(port, kind), ssl=client_ssl or False,
+                                             max_msg_size=0)
+        transport = TransportAioHttpClient(websocket=websocket)
+    else:
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_ssl,
+            server_hostname=bench.TLS_HOST if client_ssl else None)
+        transport = TransportTCP(reader, writer, read_buffer_size=read_buffer_size())
+    try:
+        async with RSocketClient(single_transport_provider(transport),
+                                 data_encoding=MIME, metadata_encoding=MIME,
+                                 keep_alive_period=KEEPALIVE,
+                                 max_lifetime_period=LIFETIME) as client:
+            if spec.warmup:
+                await _run(client, spec, spec.warmup, spec.budget, state)
+            runs = [await _run(client, spec, spec.count, spec.budget, state)
+                    for _ in range(spec.repeat)]
+    finally:
+        if session is not None:
+            await websocket.close()
+            await session.close()
     emit_result(runs)
 
 

@@ -8,7 +8,8 @@ Usage mirrors what an application does: ``serve()`` with a ``Responder`` subclas
 ``connect()``, ``RSocket.request_response`` awaited in coroutines (``ensureDeferred``),
 ``fire_and_forget`` (awaiting the Deferred of the last message of each batch of 1000, then
 yielding one reactor turn), and ``request_stream(..., prefetch=...)`` consumed with
-``async for``.
+``async for``. The transport (``BENCH_TRANSPORT``: tcp, tls, ws, wss) is an endpoint object:
+Twisted's TCP/SSL endpoints, wrapped in ``rsocket_tx.websocket``'s endpoints for ws/wss.
 """
 
 from __future__ import annotations
@@ -43,6 +44,31 @@ def _import():
     except Exception as exc:
         raise ImportError(UNAVAILABLE_PREFIX + describe(exc)) from exc
     return rsocket_tx, Payload, Responder, connect, serve
+
+
+# ----------------------------------------------------------------------------- endpoints
+
+
+def _server_endpoint(reactor):
+    """TCP, TLS (Twisted's SSL endpoint), WebSocket or WebSocket over TLS
+    (``rsocket_tx.websocket``), after ``BENCH_TRANSPORT``."""
+    kind = bench.transport()
+    endpoint = bench.twisted_server_endpoint(reactor, kind)
+    if bench.is_ws(kind):
+        from rsocket_tx.websocket import WebSocketServerEndpoint
+
+        endpoint = WebSocketServerEndpoint(reactor, endpoint, bench.WS_PATH)
+    return endpoint
+
+
+def _client_endpoint(reactor, port: int):
+    kind = bench.transport()
+    endpoint = bench.twisted_client_endpoint(reactor, port, kind)
+    if bench.is_ws(kind):
+        from rsocket_tx.websocket import WebSocketClientEndpoint
+
+        endpoint = WebSocketClientEndpoint(reactor, endpoint, bench.ws_url(port, kind))
+    return endpoint
 
 
 # ----------------------------------------------------------------------------- server
@@ -82,7 +108,7 @@ def server() -> None:
         reactor.stop()
 
     try:
-        d = serve("tcp:port=0:interface=127.0.0.1", BenchResponder, reactor=reactor)
+        d = serve(_server_endpoint(reactor), BenchResponder, reactor=reactor)
     except Exception as exc:
         announce_unavailable("rsocket_tx serve() failed: " + describe(exc))
         return
@@ -137,7 +163,7 @@ async def _client(reactor, port: int, spec: Spec) -> None:
     except ImportError as exc:
         emit_result(error=str(exc))
         return
-    rs = await connect(f"tcp:host=127.0.0.1:port={port}", reactor=reactor)
+    rs = await connect(_client_endpoint(reactor, port), reactor=reactor)
     state = {"fnf_expected": 0}
     try:
         if spec.warmup:

@@ -4,11 +4,12 @@ Run from the repository root::
 
     .venv/bin/python -m benchmarks.run [--quick] [--only raw,rsocket-py,rsocket_tx]
                                        [--workloads rr-seq,rr-100,stream-64,stream-1m,fnf]
-                                       [--json FILE]
+                                       [--transports tcp,tls,ws,wss] [--json FILE]
 
-Each implementation's server runs in its own subprocess; every (implementation, workload)
-pair runs its client in a fresh subprocess with a fresh connection. Children are killed when
-they overrun their deadline, so the run always ends by itself. Nothing here asserts.
+Each (implementation, transport) server runs in its own subprocess; every (implementation,
+transport, workload) triple runs its client in a fresh subprocess with a fresh connection.
+Children are killed when they overrun their deadline, so the run always ends by itself.
+Nothing here asserts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # executed as a file: python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import Spec
+from benchmarks.common import TRANSPORTS, Spec, make_tls_files
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -88,8 +89,11 @@ WORKLOADS = [
 # ----------------------------------------------------------------------------- children
 
 
-def child_env(args) -> dict:
+def child_env(args, kind: str = "tcp") -> dict:
     env = dict(os.environ)
+    env["BENCH_TRANSPORT"] = kind
+    if args.tls_files:
+        env["BENCH_TLS_CERT"], env["BENCH_TLS_KEY"] = args.tls_files
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env["BENCH_PY_READ_BUFFER"] = str(args.py_read_buffer)
     server_cpus, client_cpus = pinning(args.pin)
@@ -167,9 +171,10 @@ class Child:
         return "\n".join(lines[-n:])
 
 
-def start_server(impl: Impl, args, log_dir: Path) -> tuple[Child | None, int | None, str | None]:
-    child = Child([sys.executable, "-m", impl.module, "server"], child_env(args),
-                  f"{impl.key}-server.log", log_dir)
+def start_server(impl: Impl, kind: str, args,
+                 log_dir: Path) -> tuple[Child | None, int | None, str | None]:
+    child = Child([sys.executable, "-m", impl.module, "server"], child_env(args, kind),
+                  f"{impl.key}-{kind}-server.log", log_dir)
     line = child.read_line(("PORT ", "UNAVAILABLE "), args.server_timeout)
     if line and line.startswith("PORT "):
         return child, int(line.split()[1]), None
@@ -183,10 +188,12 @@ def start_server(impl: Impl, args, log_dir: Path) -> tuple[Child | None, int | N
                                                                 if tail else "") + ")"
 
 
-def run_client(impl: Impl, port: int, spec: Spec, args, log_dir: Path, rep: int = 0) -> dict:
+def run_client(impl: Impl, kind: str, port: int, spec: Spec, args, log_dir: Path,
+               rep: int = 0) -> dict:
     timeout = args.client_timeout or (20 + (spec.repeat + 1) * spec.budget * 3)
     child = Child([sys.executable, "-m", impl.module, "client", str(port), spec.to_json()],
-                  child_env(args), f"{impl.key}-{spec.name}-{rep}-client.log", log_dir)
+                  child_env(args, kind), f"{impl.key}-{kind}-{spec.name}-{rep}-client.log",
+                  log_dir)
     started = time.monotonic()
     line = child.read_line(("RESULT ",), timeout)
     wall = time.monotonic() - started
@@ -287,22 +294,27 @@ def target_texts(wl: Workload, tx: float | None, raw: float | None,
     return ", ".join(parts), ", ".join(met)
 
 
-def render_table(workloads: list[Workload], results: dict) -> str:
-    header = ["workload [unit]", "raw twisted", "rsocket-py", "rsocket_tx", "tx/raw", "tx/py",
-              "target", "met"]
+def render_table(workloads: list[Workload], results: dict, transports: list[str]) -> str:
+    """One row per workload and transport; ``results[workload][transport][impl]``."""
+    header = ["workload [unit]", "via", "raw twisted", "rsocket-py", "rsocket_tx", "tx/raw",
+              "tx/py", "tx/tx-tcp", "target", "met"]
     rows = [header]
     for wl in workloads:
-        r = results.get(wl.key, {})
-        raw, py, tx = (metric(wl, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
-        target, met = target_texts(wl, tx, raw, py)
-        unit = wl.unit + (" (MB/s)" if wl.show_mb else "")
-        rows.append([f"{wl.label} [{unit}]", cell(wl, r.get("raw")),
-                     cell(wl, r.get("rsocket-py")), cell(wl, r.get("rsocket_tx")),
-                     ratio_text(tx, raw), ratio_text(tx, py), target, met])
+        per = results.get(wl.key, {})
+        tx_tcp = metric(wl, per.get("tcp", {}).get("rsocket_tx"))
+        for n, kind in enumerate(transports):
+            r = per.get(kind, {})
+            raw, py, tx = (metric(wl, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
+            target, met = target_texts(wl, tx, raw, py)
+            unit = wl.unit + (" (MB/s)" if wl.show_mb else "")
+            rows.append([f"{wl.label} [{unit}]" if n == 0 else "", kind, cell(wl, r.get("raw")),
+                         cell(wl, r.get("rsocket-py")), cell(wl, r.get("rsocket_tx")),
+                         ratio_text(tx, raw), ratio_text(tx, py),
+                         "-" if kind == "tcp" else ratio_text(tx, tx_tcp), target, met])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < 6 else c.ljust(w)
+        lines.append("  ".join(c.ljust(w) if i <= 1 else c.rjust(w) if i < 8 else c.ljust(w)
                                for i, (c, w) in enumerate(zip(row, widths))).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -316,11 +328,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run",
                                 description="rsocket_tx vs raw Twisted vs rsocket-py")
     p.add_argument("--quick", action="store_true",
-                   help="~30 s smoke run: smaller counts, 1 s budget, best of 2 runs per cell")
+                   help="smoke run: smaller counts, 1 s budget, best of 2 runs per cell")
     p.add_argument("--only", default="raw,rsocket-py,rsocket_tx",
                    help="implementations, comma separated (raw, rsocket-py, rsocket_tx)")
     p.add_argument("--workloads", default=",".join(w.key for w in WORKLOADS),
                    help="workloads, comma separated (%(default)s)")
+    p.add_argument("--transports", default=",".join(TRANSPORTS),
+                   help="transports, comma separated: tcp, tls (TLS over TCP), ws (WebSocket), "
+                   "wss (WebSocket over TLS); default: %(default)s")
     p.add_argument("--json", metavar="FILE", help="also write all numbers to FILE")
     p.add_argument("--repeat", type=int, help="measured runs per cell, best is shown "
                    "(default 3, quick 2); implementations take turns")
@@ -388,10 +403,18 @@ def main(argv: list[str] | None = None) -> int:
     impls = [i for i in IMPLS if i in impls]  # table order
     workloads = select(args.workloads, {w.key: w for w in WORKLOADS}, "workload")
     workloads = [w for w in WORKLOADS if w in workloads]
+    transports = select(args.transports, {t: t for t in TRANSPORTS}, "transport")
+    transports = [t for t in TRANSPORTS if t in transports]
 
     log_dir = Path(args.logs) if args.logs else Path(tempfile.mkdtemp(prefix="rsocket-bench-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    results: dict = {w.key: {} for w in workloads}
+    tls_dir = None
+    args.tls_files = None
+    if any(t in ("tls", "wss") for t in transports):
+        # a throwaway self-signed certificate, made now and deleted at the end
+        tls_dir = tempfile.mkdtemp(prefix="rsocket-bench-tls-")
+        args.tls_files = make_tls_files(tls_dir)
+    results: dict = {w.key: {t: {} for t in transports} for w in workloads}
     notes: list[str] = []
     started = time.monotonic()
 
@@ -399,73 +422,81 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.monotonic() - started:6.1f}s] {text}", file=sys.stderr, flush=True)
 
     servers: dict = {}
-    for impl in impls:
-        server, port, problem = start_server(impl, args, log_dir)
-        servers[impl.key] = (server, port, problem)
-        if problem:
-            progress(f"{impl.key}: {problem}")
-            notes.append(f"{impl.title}: {problem}")
+    for kind in transports:
+        for impl in impls:
+            server, port, problem = start_server(impl, kind, args, log_dir)
+            servers[impl.key, kind] = (server, port, problem)
+            if problem:
+                progress(f"{impl.key} ({kind}): {problem}")
+                notes.append(f"{impl.title} ({kind}): {problem}")
 
-    def server_port(impl: Impl) -> tuple[int | None, str | None]:
-        server, port, problem = servers[impl.key]
+    def server_port(impl: Impl, kind: str) -> tuple[int | None, str | None]:
+        server, port, problem = servers[impl.key, kind]
         if problem is None and not server.alive():
-            notes.append(f"{impl.title}: server process died; restarted")
+            notes.append(f"{impl.title} ({kind}): server process died; restarted")
             server.stop(grace=0.5)
-            server, port, problem = servers[impl.key] = start_server(impl, args, log_dir)
+            server, port, problem = servers[impl.key, kind] = start_server(impl, kind, args,
+                                                                           log_dir)
         return port, problem
 
     try:
         for wl in workloads:
             spec = spec_for(wl, args)
-            attempts: dict = {impl.key: [] for impl in impls}
-            # Interleave the implementations (rotating order) so that background load hits
-            # them alike; every attempt is a fresh client process and connection.
-            for rep in range(args.repeat):
-                for impl in impls[rep % len(impls):] + impls[: rep % len(impls)]:
-                    done = attempts[impl.key]
-                    if done and done[-1]["status"] != "ok":
-                        continue  # failed or timed out once: do not spend more time on it
-                    port, problem = server_port(impl)
-                    if problem is not None:
-                        res = {"status": "n/a" if problem.startswith("n/a") else "error",
-                               "detail": problem}
-                    else:
-                        res = run_client(impl, port, spec, args, log_dir, rep)
-                        if res["status"] in ("timeout", "error"):
-                            # the server may be wedged: give the next workload a fresh one
-                            server = servers[impl.key][0]
-                            server.stop(grace=0.5)
-                            servers[impl.key] = start_server(impl, args, log_dir)
-                    done.append(res)
-            for impl in impls:
-                res = merge(attempts[impl.key])
-                res["spec"] = json.loads(spec.to_json())
-                results[wl.key][impl.key] = res
-                if res["status"] == "ok":
-                    progress(f"{impl.key:10s} {wl.key:9s} {cell(wl, res)} {wl.unit}  "
-                             f"(best of {len(res['runs'])})")
-                    continue
-                detail = res.get("detail", "")
-                if not detail.startswith(res["status"]):
-                    detail = f"{res['status']}: {detail}"
-                progress(f"{impl.key:10s} {wl.key:9s} {detail}")
-                if not servers[impl.key][2]:
-                    notes.append(f"{impl.title} / {wl.key}: {res['status']}: "
-                                 f"{res.get('detail', '')}")
-                if args.verbose and res.get("stderr"):
-                    print(res["stderr"], file=sys.stderr)
+            for kind in transports:
+                attempts: dict = {impl.key: [] for impl in impls}
+                # Interleave the implementations (rotating order) so that background load
+                # hits them alike; every attempt is a fresh client process and connection.
+                for rep in range(args.repeat):
+                    for impl in impls[rep % len(impls):] + impls[: rep % len(impls)]:
+                        done = attempts[impl.key]
+                        if done and done[-1]["status"] != "ok":
+                            continue  # failed or timed out once: do not spend more time on it
+                        port, problem = server_port(impl, kind)
+                        if problem is not None:
+                            res = {"status": "n/a" if problem.startswith("n/a") else "error",
+                                   "detail": problem}
+                        else:
+                            res = run_client(impl, kind, port, spec, args, log_dir, rep)
+                            if res["status"] in ("timeout", "error"):
+                                # the server may be wedged: give the next workload a fresh one
+                                server = servers[impl.key, kind][0]
+                                server.stop(grace=0.5)
+                                servers[impl.key, kind] = start_server(impl, kind, args,
+                                                                       log_dir)
+                        done.append(res)
+                for impl in impls:
+                    res = merge(attempts[impl.key])
+                    res["spec"] = json.loads(spec.to_json())
+                    results[wl.key][kind][impl.key] = res
+                    if res["status"] == "ok":
+                        progress(f"{impl.key:10s} {kind:3s} {wl.key:9s} {cell(wl, res)} "
+                                 f"{wl.unit}  (best of {len(res['runs'])})")
+                        continue
+                    detail = res.get("detail", "")
+                    if not detail.startswith(res["status"]):
+                        detail = f"{res['status']}: {detail}"
+                    progress(f"{impl.key:10s} {kind:3s} {wl.key:9s} {detail}")
+                    if not servers[impl.key, kind][2]:
+                        notes.append(f"{impl.title} ({kind}) / {wl.key}: {res['status']}: "
+                                     f"{res.get('detail', '')}")
+                    if args.verbose and res.get("stderr"):
+                        print(res["stderr"], file=sys.stderr)
     finally:
         for server, _, _ in servers.values():
             if server is not None:
                 server.stop()
+        if tls_dir is not None:
+            shutil.rmtree(tls_dir, ignore_errors=True)
 
-    table = render_table(workloads, results)
+    table = render_table(workloads, results, transports)
     print()
     print(table)
     print()
     mode = "quick" if args.quick else "full"
+    cells = [r for per in results.values() for by_impl in per.values()
+             for r in by_impl.values()]
     failed = any(r.get("status") in ("timeout", "error") or r.get("failed_attempts")
-                 for per in results.values() for r in per.values())
+                 for r in cells)
     keep_logs = bool(args.logs) or failed
     if not keep_logs:
         shutil.rmtree(log_dir, ignore_errors=True)
@@ -474,8 +505,7 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; children's stderr in {log_dir}" if keep_logs else ""))
     print("Ratios compare rsocket_tx with the other column (MB/s for 1 MiB streams, "
           "operations/s otherwise); MB = 10^6 payload bytes.")
-    if any(r.get("status") == "ok" and not r["best"]["complete"]
-           for per in results.values() for r in per.values()):
+    if any(r.get("status") == "ok" and not r["best"]["complete"] for r in cells):
         print("* stopped by the time budget before its count: the rate covers the part done.")
     for note in notes:
         print("note: " + note)
@@ -483,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {"meta": {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "mode": mode,
                         "repeat": args.repeat, "budget_s": args.budget, "scale": args.scale,
+                        "transports": transports,
                         "py_read_buffer": args.py_read_buffer, **versions()},
                "workloads": {w.key: {"label": w.label, "unit": w.unit, "metric":
                                      "mb_per_s" if w.metric == "mb" else "ops_per_s",
@@ -490,10 +521,12 @@ def main(argv: list[str] | None = None) -> int:
                                      "target_vs_rsocket_py": w.target_py} for w in workloads},
                "results": results, "notes": notes, "table": table.splitlines()}
         for w in workloads:
-            r = results[w.key]
-            raw, py, tx = (metric(w, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
-            doc["workloads"][w.key]["tx_over_raw"] = tx / raw if tx and raw else None
-            doc["workloads"][w.key]["tx_over_py"] = tx / py if tx and py else None
+            for kind in transports:
+                r = results[w.key][kind]
+                raw, py, tx = (metric(w, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
+                doc["workloads"][w.key].setdefault("ratios", {})[kind] = {
+                    "tx_over_raw": tx / raw if tx and raw else None,
+                    "tx_over_py": tx / py if tx and py else None}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"numbers written to {args.json}")
     return 0

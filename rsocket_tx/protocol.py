@@ -33,6 +33,7 @@ enforces them both ways.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 
@@ -49,7 +50,7 @@ from twisted.internet.interfaces import IHalfCloseableDescriptor, IPushProducer
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from zope.interface import implementer
+from zope.interface import Interface, implementer
 
 from .core import errors as E
 from .core.config import (
@@ -69,6 +70,7 @@ from .core.config import (
     ConnectionConfig,
     check_drain_timeout,
 )
+from .core.connection import _OPEN as _CONN_OPEN
 from .core.connection import Role, RSocketConnection
 from .core.events import (
     CancelReceived,
@@ -95,13 +97,50 @@ from .requester import RSocket
 from .responder import Responder, SetupInfo
 from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
 
-__all__ = ["RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
+__all__ = ["IFrameTransport", "RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
 
 _log = Logger()
 
 #: Seconds after a graceful close's drain timeout at which a transport that has still not
 #: closed (its peer does not read the last bytes) is aborted.
 ABORT_DELAY = 1.0
+
+
+class IFrameTransport(Interface):
+    """A message transport (WebSocket): each RSocket frame travels as one message, with no
+    length prefix (spec §Framing: the transport keeps frame boundaries).
+
+    An :class:`RSocketProtocol` whose transport provides it makes its connection with
+    ``length_prefixed=False``, is fed whole frames through
+    :meth:`RSocketProtocol.frameReceived`, and writes with :meth:`writeFrames`. It registers
+    itself as the transport's streaming producer (``registerProducer(producer, True)``), which
+    must pause it while the underlying socket's buffer is full. ``loseConnection`` closes the
+    message channel cleanly after what was written (the WebSocket close handshake),
+    ``abortConnection`` drops it at once. (Also exported as
+    ``rsocket_tx.websocket.IFrameTransport``.)
+    """
+
+    def writeFrames(frames: list[bytes]) -> None:
+        """Send each item of ``frames`` (one whole RSocket frame, no length prefix) as one
+        message, in order. Frames written after the transport began closing are dropped."""
+
+    def registerProducer(producer, streaming: bool) -> None:
+        """Register a producer paused while the underlying socket's buffer is full."""
+
+    def unregisterProducer() -> None:
+        """Unregister the producer."""
+
+    def loseConnection() -> None:
+        """Close cleanly once what was written has gone out (WebSocket: close handshake)."""
+
+    def abortConnection() -> None:
+        """Close at once, dropping what is not sent yet."""
+
+    def getPeer():
+        """The underlying connection's remote ``IAddress``."""
+
+    def getHost():
+        """The underlying connection's local ``IAddress``."""
 
 
 def _as_deferred(result) -> Deferred | None:
@@ -117,7 +156,8 @@ def _as_deferred(result) -> Deferred | None:
 
 @implementer(IPushProducer)
 class RSocketProtocol(Protocol):
-    """One RSocket connection over one Twisted stream transport (TCP, TLS, ...).
+    """One RSocket connection over one Twisted transport: a byte stream (TCP, TLS, ...) or a
+    message transport providing :class:`IFrameTransport` (WebSocket: one frame per message).
 
     :param role: ``"client"`` or ``"server"``.
     :param config: :class:`~rsocket_tx.core.config.ConnectionConfig`.
@@ -157,6 +197,7 @@ class RSocketProtocol(Protocol):
         self._aborting = False  # the transport is being aborted: write nothing more
         self._abort_call = None  # a graceful close's last resort
         self._write_closed = False  # TCP half-closed after our last frame
+        self._frames = False  # the transport is an IFrameTransport (WebSocket)
         self._dispatching = False
         self._timer = None
         self._flush_call = None  # a pending _flush_soon
@@ -208,7 +249,12 @@ class RSocketProtocol(Protocol):
         if self._conn is not None:
             self._reconnected()
             return
-        self._conn = RSocketConnection(self._role, self._config, setup=self._setup_frame,
+        config = self._config
+        if IFrameTransport.providedBy(self.transport):
+            # a message transport: one frame per message, no length prefix
+            self._frames = True
+            config = dataclasses.replace(config, length_prefixed=False)
+        self._conn = RSocketConnection(self._role, config, setup=self._setup_frame,
                                        now=self._reactor.seconds(),
                                        frame_logger=self._frame_logger)
         if self._responder is not None:
@@ -232,6 +278,47 @@ class RSocketProtocol(Protocol):
         if events:
             self._handle(events)
         self._flush()
+
+    def frameReceived(self, frame: bytes) -> None:
+        """One whole RSocket frame (no length prefix) from an :class:`IFrameTransport`: one
+        WebSocket binary message."""
+        if self._delegate is not None:
+            self._delegate.frameReceived(frame)  # a relay of a resumed session
+            return
+        events = self._conn.receive_frame(frame, self._reactor.seconds())
+        if events:
+            self._handle(events)
+        self._flush()
+
+    def framesReceived(self, frames: list[bytes]) -> None:
+        """Several whole frames from an :class:`IFrameTransport` (the messages of one read),
+        handled as one read of a byte stream: their events in one batch, one write."""
+        if self._delegate is not None:
+            self._delegate.framesReceived(frames)
+            return
+        conn = self._conn
+        if conn.state != _CONN_OPEN:  # (SETUP, RESUME: the core takes them one at a time)
+            for frame in frames:
+                self.frameReceived(frame)
+            return
+        now = self._reactor.seconds()
+        receive = conn.receive_frame
+        events = []
+        for frame in frames:
+            events += receive(frame, now)
+        if events:
+            self._handle(events)
+        self._flush()
+
+    def transport_error(self, reason: str) -> None:
+        """The transport received something that is no RSocket frame (a WebSocket text
+        message, a message past the max frame size): close the connection with
+        ERROR[CONNECTION_ERROR] ``reason`` (spec §Error Codes), then close the transport."""
+        target = self._delegate if self._delegate is not None else self
+        if target._conn is not None and target._conn.is_open:
+            target.close(E.ConnectionError(reason))
+        elif self.transport is not None:
+            self.transport.loseConnection()
 
     def connectionLost(self, reason=None) -> None:
         if self._delegate is not None:
@@ -315,6 +402,11 @@ class RSocketProtocol(Protocol):
         if not conn.is_open or not conn.is_detached:
             self.transport.loseConnection()  # the session ended while we reconnected
             return
+        if IFrameTransport.providedBy(self.transport) != self._frames:
+            _log.warn("RSocket session cannot resume over a transport of another kind "
+                      "(a byte stream and a message transport frame differently)")
+            self.transport.loseConnection()
+            return
         self.transport.registerProducer(self, True)
         conn.start_resume(self._reactor.seconds())
         self._flush()  # RESUME, in one write
@@ -355,6 +447,11 @@ class RSocketProtocol(Protocol):
         if session is None or session._conn is None or not session._conn.is_open:
             self._handle_now(self._conn.reject_resume(
                 "no resumable session has this token (unknown, or it expired)"))
+            return
+        if session._frames != self._frames:
+            self._handle_now(self._conn.reject_resume(
+                "the session was set up over another kind of transport (TCP and WebSocket "
+                "frame differently); resume it over the same kind"))
             return
         for call in (self._timer, self._flush_call):
             if call is not None and call.active():
@@ -423,7 +520,10 @@ class RSocketProtocol(Protocol):
                 if self._queued > self._max_send_buffer:
                     self._excessive_buffering()
                     return
-            if len(chunks) <= 4:
+            if self._frames:
+                # a message transport: with no length prefix each chunk is one whole frame
+                self.transport.writeFrames(chunks)
+            elif len(chunks) <= 4:
                 # one frame, or a large payload queued as header + data: no copy here
                 self.transport.writeSequence(chunks)
             else:
@@ -450,13 +550,15 @@ class RSocketProtocol(Protocol):
     def _end_transport(self) -> None:
         """Close the transport after our last frame (often an ERROR on stream 0).
 
-        On TCP: half-close (FIN after the last byte) and keep reading until the peer closes,
+        On a message transport (WebSocket): its clean close (the close handshake). On TCP:
+        half-close (FIN after the last byte) and keep reading until the peer closes,
         aborting after :data:`ABORT_DELAY` seconds. Closing outright while the peer is still
         sending (e.g. the rest of a SETUP written in several writes) makes our kernel answer
         with RST, and a peer that receives RST may drop our ERROR unread.
         """
         transport = self.transport
-        if not IHalfCloseableDescriptor.providedBy(transport):  # (not a real TCP socket)
+        if self._frames or not IHalfCloseableDescriptor.providedBy(transport):
+            # (a WebSocket, or not a real TCP socket)
             transport.loseConnection()
             return
         if self._write_closed:
@@ -814,9 +916,14 @@ class RSocketProtocol(Protocol):
                 abort = getattr(self.transport, "abortConnection", None)
                 (abort or self.transport.loseConnection)()
         elif self.transport is not None and not self._transport_gone:
-            data = self._conn.data_to_send()
-            if data:
-                self.transport.write(data)
+            if self._frames:
+                frames = self._conn.frames_to_send()
+                if frames:
+                    self.transport.writeFrames(frames)
+            else:
+                data = self._conn.data_to_send()
+                if data:
+                    self.transport.write(data)
             self._fire_written()
             self._end_transport()
         else:
