@@ -11,7 +11,7 @@ from twisted.internet.interfaces import IHalfCloseableDescriptor, ITCPTransport
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
-from twisted_support import parse, server_protocol, wait, wire
+from twisted_support import PauseRecordingResponder, parse, server_protocol, wait, wire
 from zope.interface import implementer
 
 from rsocket_tx import (
@@ -393,35 +393,12 @@ def test_local_close_with_nothing_open_says_connection_close_and_closes():
 async def test_tcp_write_buffer_pauses_the_source_until_drained(harness):
     chunk = b"x" * 65_536
     n = 200
-    state = {"pulled": 0, "pulled_while_paused": 0, "paused_at": [], "resumes": 0,
-             "paused": False}
+    state = PauseRecordingResponder.new_state()
 
-    class R(Responder):
-        def request_stream(self, payload):
-            proto = harness.server_protocols[-1]
-            pause, resume = proto.pauseProducing, proto.resumeProducing
+    class R(PauseRecordingResponder):
+        server_protocols = harness.server_protocols
 
-            def pauseProducing():
-                state["paused_at"].append(state["pulled"])
-                state["paused"] = True
-                pause()
-
-            def resumeProducing():
-                state["resumes"] += 1
-                state["paused"] = False
-                resume()
-
-            proto.pauseProducing = pauseProducing
-            proto.resumeProducing = resumeProducing
-
-            def gen():
-                for _ in range(n):
-                    if state["paused"]:
-                        state["pulled_while_paused"] += 1
-                    state["pulled"] += 1
-                    yield Payload(chunk)
-
-            return gen()
+    R.n, R.chunk, R.state = n, chunk, state
 
     rs = await harness.connect(await harness.serve(R))
     items = await wait(rs.request_stream(Payload(b"")).collect())

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import pytest_twisted
+from test_tap import _Process
 from tlscerts import make_tls_files
-from twisted.internet.defer import Deferred
-from twisted.internet.protocol import ProcessProtocol
 
 from rsocket_tx import Payload, connect
 
@@ -24,34 +23,20 @@ CLI = "from rsocket_tx.cli import main; main()"
 LISTENING = re.compile(rb"listening on 127\.0\.0\.1:(\d+) \(endpoint ([^)\n]+)\)")
 
 
-class _Server(ProcessProtocol):
+class _Server(_Process):
     """A child server; ``ready`` fires with {endpoint spec: port} once ``count`` endpoints
     listen."""
 
     def __init__(self, count: int) -> None:
+        super().__init__(LISTENING)
         self.count = count
-        self.output = b""
-        self.ready: Deferred = Deferred()
-        self.ended: Deferred = Deferred()
-
-    def connectionMade(self):
-        self.transport.closeStdin()
-
-    def outReceived(self, data):
-        self._received(data)
-
-    errReceived = outReceived
+        self.ready = self.matched
 
     def _received(self, data):
         self.output += data
         found = {m.group(2).decode(): int(m.group(1)) for m in LISTENING.finditer(self.output)}
-        if len(found) >= self.count and not self.ready.called:
-            self.ready.callback(found)
-
-    def processEnded(self, reason):
-        if not self.ready.called:
-            self.ready.errback(AssertionError(f"ended first:\n{self.output.decode()}"))
-        self.ended.callback(reason.value)
+        if len(found) >= self.count and not self.matched.called:
+            self.matched.callback(found)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from twisted.internet.endpoints import (
 )
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.web.client import Agent, readBody
-from twisted_support import EchoResponder, wait
+from twisted_support import EchoResponder, PauseRecordingResponder, wait
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
@@ -559,36 +559,13 @@ def test_bad_arguments_are_refused():
 async def test_a_peer_that_does_not_read_pauses_the_stream_pump(ws):
     chunk = b"x" * 65_536
     n = 200
-    state = {"pulled": 0, "pulled_while_paused": 0, "resumes": 0, "paused": False}
+    state = PauseRecordingResponder.new_state()
     paused = defer.Deferred()
 
-    class R(Responder):
-        def request_stream(self, payload):
-            proto = ws.server_protocols[-1]
-            pause, resume = proto.pauseProducing, proto.resumeProducing
+    class R(PauseRecordingResponder):
+        server_protocols = ws.server_protocols
 
-            def pauseProducing():
-                state["paused"] = True
-                if not paused.called:
-                    paused.callback(state["pulled"])
-                pause()
-
-            def resumeProducing():
-                state["resumes"] += 1
-                state["paused"] = False
-                resume()
-
-            proto.pauseProducing = pauseProducing
-            proto.resumeProducing = resumeProducing
-
-            def gen():
-                for _ in range(n):
-                    if state["paused"]:
-                        state["pulled_while_paused"] += 1
-                    state["pulled"] += 1
-                    yield Payload(chunk)
-
-            return gen()
+    R.n, R.chunk, R.state, R.first_pause = n, chunk, state, paused
 
     rs = await ws.connect(await ws.serve(R))
     client_tcp = rs._protocol.transport.transport

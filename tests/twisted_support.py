@@ -189,3 +189,54 @@ class Harness:
             await wait(lost)
         for port in self._ports:
             await port.stopListening()
+
+
+class PauseRecordingResponder(Responder):
+    """Serves a request-stream of ``n`` items of ``chunk`` and records how the server protocol
+    is paused by its transport while the source is pulled (for backpressure tests).
+
+    Subclass it with ``server_protocols`` (a list the harness fills; the last one is used),
+    ``n``, ``chunk`` and ``state`` set. ``state`` gets ``pulled``, ``pulled_while_paused``,
+    ``paused_at`` (items pulled at each pause), ``resumes``, ``paused``; ``first_pause`` (a
+    Deferred, optional) fires with the items pulled at the first pause.
+    """
+
+    server_protocols: list
+    n: int
+    chunk: bytes
+    state: dict
+    first_pause: defer.Deferred | None = None
+
+    @staticmethod
+    def new_state() -> dict:
+        return {"pulled": 0, "pulled_while_paused": 0, "paused_at": [], "resumes": 0,
+                "paused": False}
+
+    def request_stream(self, payload):
+        state, first = self.state, self.first_pause
+        proto = self.server_protocols[-1]
+        pause, resume = proto.pauseProducing, proto.resumeProducing
+
+        def pauseProducing():
+            state["paused_at"].append(state["pulled"])
+            state["paused"] = True
+            if first is not None and not first.called:
+                first.callback(state["pulled"])
+            pause()
+
+        def resumeProducing():
+            state["resumes"] += 1
+            state["paused"] = False
+            resume()
+
+        proto.pauseProducing = pauseProducing
+        proto.resumeProducing = resumeProducing
+
+        def gen():
+            for _ in range(self.n):
+                if state["paused"]:
+                    state["pulled_while_paused"] += 1
+                state["pulled"] += 1
+                yield Payload(self.chunk)
+
+        return gen()
