@@ -299,20 +299,20 @@ def _tls_args(params: dict, keys: dict) -> dict:
     return {arg: params.pop(key) for key, arg in keys.items() if key in params}
 
 
-def _timeout(params: dict, uri: str) -> float:
-    value = params.pop("timeout", "30")
+def _number(params: dict, uri: str, key: str, default: str, kind, what: str):
+    value = params.pop(key, default)
     try:
-        return float(value)
+        return kind(value)
     except ValueError:
-        raise ValueError(f"timeout must be a number of seconds in {uri!r}") from None
+        raise ValueError(f"{key} must be {what} in {uri!r}") from None
+
+
+def _timeout(params: dict, uri: str) -> float:
+    return _number(params, uri, "timeout", "30", float, "a number of seconds")
 
 
 def _backlog(params: dict, uri: str) -> int:
-    value = params.pop("backlog", "50")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"backlog must be an integer in {uri!r}") from None
+    return _number(params, uri, "backlog", "50", int, "an integer")
 
 
 def _in_uri(uri: str, build):

@@ -204,13 +204,17 @@ class StageError(StreamLogError):
 # -- argument checks (shared by the log and the responder) ------------------------------------
 
 
+def _check_name(name: str, value, limit: int) -> str:
+    if not isinstance(value, str):
+        raise StreamLogError(f"{name} must be a string, got {type(value).__name__}")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= limit:
+        raise StreamLogError(f"{name} must be 1..{limit} bytes of UTF-8, got {size} bytes")
+    return value
+
+
 def _check_topic(topic) -> str:
-    if not isinstance(topic, str):
-        raise StreamLogError(f"topic must be a string, got {type(topic).__name__}")
-    size = len(topic.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= MAX_TOPIC_LENGTH:
-        raise StreamLogError(f"topic must be 1..{MAX_TOPIC_LENGTH} bytes of UTF-8, got "
-                             f"{size} bytes")
+    _check_name("topic", topic, MAX_TOPIC_LENGTH)
     if _CONTROL.search(topic):
         raise StreamLogError(f"topic must not contain control characters: {topic!r}")
     return topic
@@ -225,13 +229,7 @@ def _check_int(name: str, value, minimum: int, maximum: int) -> int:
 
 
 def _check_query(query) -> str:
-    if not isinstance(query, str):
-        raise StreamLogError(f"query must be a string, got {type(query).__name__}")
-    size = len(query.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= MAX_QUERY_LENGTH:
-        raise StreamLogError(f"query must be 1..{MAX_QUERY_LENGTH} bytes of UTF-8, got "
-                             f"{size} bytes")
-    return query
+    return _check_name("query", query, MAX_QUERY_LENGTH)
 
 
 def _check_key(key) -> tuple[str, int, int]:
