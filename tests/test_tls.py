@@ -226,6 +226,24 @@ async def test_cli_over_tls(certs, servers):
     assert (status, out) == (EXIT_OK, b"0\n1\n"), err
 
 
+@pytest.mark.parametrize("scheme", ["ws", "wss"])
+@pytest_twisted.ensureDeferred
+async def test_cli_over_websocket(certs, servers, scheme):
+    tls = f"?privateKey={certs.server_key}&certKey={certs.server_cert}" if scheme == "wss" else ""
+    port = await servers.serve(f"{scheme}://127.0.0.1:0/rsocket{tls}")
+    trust = f"?trustRoots={certs.ca}" if scheme == "wss" else ""
+    status, out, err = await _cli(["request", f"{scheme}://localhost:{port}/rsocket{trust}",
+                                   "-d", "hello", "-m", "meta"])
+    assert (status, out) == (EXIT_OK, b"hello\n"), err
+    string = f"{scheme}:host=localhost:port={port}:path=/rsocket" + (
+        f":trustRoots={certs.ca}" if scheme == "wss" else "")
+    status, out, err = await _cli(["stream", string, "-d", "3"])
+    assert (status, out) == (EXIT_OK, b"0\n1\n2\n"), err
+    status, out, err = await _cli(["request", f"{scheme}://localhost:{port}/elsewhere{trust}",
+                                   "-d", "x"])
+    assert status == EXIT_CONNECTION and "404" in err, err
+
+
 @pytest_twisted.ensureDeferred
 async def test_cli_reports_verification_failure(certs, servers):
     port = await servers.serve(_server_uri(certs))
