@@ -64,6 +64,7 @@ import sqlite3
 import struct
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from .codecs import BYTES, TEXT, codec_for
 from .core.errors import InvalidError
@@ -202,6 +203,15 @@ class StageError(StreamLogError):
 
 
 # -- argument checks (shared by the log and the responder) ------------------------------------
+
+
+@contextmanager
+def _invalid(route_name: str):
+    """Answer a :class:`StreamLogError` raised inside with ERROR[INVALID] "route: reason"."""
+    try:
+        yield
+    except StreamLogError as exc:
+        raise InvalidError(f"{route_name}: {exc}") from None
 
 
 def _check_name(name: str, value, limit: int) -> str:
@@ -877,7 +887,7 @@ class StreamLogResponder(Responder):
         return request.encode(value)
 
     def _target(self, request: Request, topic, shard, create: bool) -> tuple[str, int]:
-        try:
+        with _invalid(request.route):
             _check_topic(topic)
             _check_int("shard", shard, 0, MAX_SHARDS - 1)
             log = self.stream_log
@@ -889,8 +899,6 @@ class StreamLogResponder(Responder):
             if shard >= shards:
                 raise UnknownTopicError(f"topic {topic!r} has shards 0..{shards - 1}, not "
                                         f"{shard}")
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return topic, shard
 
     async def _sink(self, request: Request, write, field: str):
@@ -914,10 +922,8 @@ class StreamLogResponder(Responder):
     @route(ROUTE_OFFSETS)
     def offsets(self, request: Request):
         data = self._request(request, "topic")
-        try:
+        with _invalid(request.route):
             ends = self.stream_log.end_offsets(data["topic"])
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return self._reply(request, {"topic": data["topic"],
                                      "shards": {str(s): end for s, end in ends.items()}})
 
@@ -943,11 +949,9 @@ class StreamLogResponder(Responder):
         data = self._request(request, "topic", "shard", "from", optional=("to",))
         topic, shard = self._target(request, data["topic"], data["shard"], create=False)
         start = data["from"]
-        try:
+        with _invalid(request.route):
             chunks = self.stream_log.read_chunks(topic, shard, start, data.get("to"),
                                                  chunk=self.read_chunk)
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return _records_of(chunks, start)
 
     @route(ROUTE_APPEND, interaction="request_channel")
@@ -959,7 +963,8 @@ class StreamLogResponder(Responder):
 
         def write(records):
             nonlocal appended
-            first, end = log.append(topic, shard, records)
+            with _invalid(ROUTE_APPEND):
+                first, end = log.append(topic, shard, records)
             appended += end - first
             return appended
         return self._sink(request, write, "acked")
@@ -969,17 +974,13 @@ class StreamLogResponder(Responder):
         data = self._request(request, "topic", "shard", "query", "batch", "partition")
         topic, shard = self._target(request, data["topic"], data["shard"], create=True)
         log = self.stream_log
-        try:
+        with _invalid(request.route):
             key = _check_key((data["query"], data["batch"], data["partition"]))
             stage_id = log.open_stage(key, topic, shard)
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
 
         def write(records):
-            try:
+            with _invalid(ROUTE_STAGE):
                 return log.stage(key, topic, shard, records, stage_id=stage_id)
-            except StageError as exc:
-                raise InvalidError(f"{ROUTE_STAGE}: {exc}") from None
         return self._sink(request, write, "staged")
 
     @route(ROUTE_COMMIT)
@@ -987,20 +988,16 @@ class StreamLogResponder(Responder):
         data = self._request(request, "query", "batch", "partitions")
         if not isinstance(data["partitions"], list):
             raise InvalidError(f"{request.route}: partitions must be a list of integers")
-        try:
+        with _invalid(request.route):
             rows, duplicate = self.stream_log.commit(data["query"], data["batch"],
                                                      data["partitions"])
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return self._reply(request, {"committed": rows, "duplicate": duplicate})
 
     @route(ROUTE_ABORT)
     def abort(self, request: Request):
         data = self._request(request, "query", "batch")
-        try:
+        with _invalid(request.route):
             dropped = self.stream_log.abort(data["query"], data["batch"])
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return self._reply(request, {"dropped": dropped})
 
     @route(ROUTE_TOPICS)
@@ -1011,8 +1008,6 @@ class StreamLogResponder(Responder):
     @route(ROUTE_CREATE)
     def create(self, request: Request):
         data = self._request(request, "topic", "shards")
-        try:
+        with _invalid(request.route):
             shards = self.stream_log.create_topic(data["topic"], data["shards"])
-        except StreamLogError as exc:
-            raise InvalidError(f"{request.route}: {exc}") from None
         return self._reply(request, {"topic": data["topic"], "shards": shards})
