@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import sys
 
 import pytest
@@ -180,9 +179,7 @@ async def test_twistd_serves_the_routed_service_to_the_cli_process():
         assert code == EXIT_OK, err
         assert json.loads(out)["item"] == "pen"
     finally:
-        if not process.ended.called:
-            process.transport.signalProcess(signal.SIGTERM)
-        await process.ended.addTimeout(60, reactor)
+        await process.stop()
 
 
 @aio

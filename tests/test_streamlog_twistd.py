@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 
 import pytest_twisted
@@ -46,11 +45,8 @@ async def _twistd(*args: str) -> tuple[_Process, int]:
 
 
 async def _stop(process: _Process) -> None:
-    from twisted.internet import reactor
 
-    if not process.ended.called:
-        process.transport.signalProcess(signal.SIGTERM)
-    await process.ended.addTimeout(60, reactor)
+    await process.stop()
 
 
 async def _client(port: int):

@@ -587,6 +587,14 @@ class _Process(ProcessProtocol):
             self.matched.errback(AssertionError(f"ended first:\n{self.output.decode()}"))
         self.ended.callback(reason.value)
 
+    def stop(self) -> Deferred:
+        """SIGTERM the child unless it has ended; fires with how it ended (60 s at most)."""
+        from twisted.internet import reactor
+
+        if not self.ended.called:
+            self.transport.signalProcess(signal.SIGTERM)
+        return self.ended.addTimeout(60, reactor)
+
 
 @pytest_twisted.ensureDeferred
 async def test_twistd_serves_the_demo(tmp_path):
@@ -623,9 +631,7 @@ async def test_twistd_serves_the_demo(tmp_path):
         finally:
             await rsocket.close()
     finally:
-        if not process.ended.called:
-            process.transport.signalProcess(signal.SIGTERM)
-        await process.ended.addTimeout(60, reactor)
+        await process.stop()
     assert b"recv REQUEST_RESPONSE" in process.output  # --debug frame log
     assert b"send PAYLOAD" in process.output
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 
@@ -91,9 +90,7 @@ async def _serve_and_check(argv: list[str], specs: list[str], certs) -> bytes:
             finally:
                 await rsocket.close()
     finally:
-        if not process.ended.called:
-            process.transport.signalProcess(signal.SIGTERM)
-        await process.ended.addTimeout(60, reactor)
+        await process.stop()
     return process.output
 
 
