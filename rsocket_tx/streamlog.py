@@ -69,10 +69,9 @@ from contextlib import contextmanager
 from .codecs import BYTES, TEXT, codec_for
 from .core.errors import InvalidError
 from .core.payload import Payload
-from .extensions import OCTET_STREAM, parse_metadata
 from .extensions.composite import encode_composite
 from .responder import Responder
-from .routing import Request, route
+from .routing import Payloads, Request, route
 
 __all__ = [
     "StreamLog",
@@ -927,32 +926,15 @@ class StreamLogResponder(Responder):
         return self._reply(request, {"topic": data["topic"],
                                      "shards": {str(s): end for s, end in ends.items()}})
 
-    def request_stream(self, payload: Payload):
-        """Request-stream: ``log.read`` (the hot path) is served without routing's per-item
-        encoding layer (its items are Payloads already) unless an :attr:`authenticator` is
-        set; other routes as routed."""
-        if self.authenticator is None:
-            setup = getattr(self, "setup", None)
-            metadata = parse_metadata(payload.metadata, setup.metadata_mime_type
-                                      if setup is not None else OCTET_STREAM)
-            if metadata.route == ROUTE_READ:
-                request = Request(self, "request_stream", payload, metadata, {})
-                request.principal = self.principal
-                return self._read(request)
-        return super().request_stream(payload)
-
     @route(ROUTE_READ, interaction="request_stream")
     def read(self, request: Request):
-        return self._read(request)
-
-    def _read(self, request: Request):
         data = self._request(request, "topic", "shard", "from", optional=("to",))
         topic, shard = self._target(request, data["topic"], data["shard"], create=False)
         start = data["from"]
         with _invalid(request.route):
             chunks = self.stream_log.read_chunks(topic, shard, start, data.get("to"),
                                                  chunk=self.read_chunk)
-        return _records_of(chunks, start)
+        return Payloads(_records_of(chunks, start))  # (Payloads already: no encoding step)
 
     @route(ROUTE_APPEND, interaction="request_channel")
     def append(self, request: Request):

@@ -39,6 +39,7 @@ from rsocket_tx.extensions import (
     build_metadata,
     parse_metadata,
 )
+from rsocket_tx.routing import Payloads
 
 aio = pytest_twisted.ensureDeferred
 JSON = "application/json"
@@ -96,6 +97,12 @@ class Shop(Responder):
     async def acount(self, request):
         for n in range(request.data["n"]):
             yield await later(n)
+
+    @route("payloads", interaction="request_stream")
+    def payloads(self, request):
+        source = (Payload(b"p%d" % n, b"m%d" % n) for n in range(request.data["n"]))
+        self.sources.append(source)
+        return Payloads(source)
 
     @route("bad-stream", interaction="request_stream")
     def bad_stream(self, request):
@@ -199,6 +206,20 @@ async def test_stream_routes_encode_each_item(harness):
     assert items == [0, 1, 2]
     got = [item async for item in rs.request_stream({"n": 2}, route="count", decode=True)]
     assert got == [{"n": 0}, {"n": 1}]
+
+
+@aio
+async def test_a_payloads_source_is_sent_as_is_without_an_encoding_step(harness):
+    Shop.sources = []
+    rs = await shop(harness)
+    items = await wait(rs.request_stream({"n": 3}, route="payloads").collect())
+    assert [(p.data, p.metadata) for p in items] == [(b"p0", b"m0"), (b"p1", b"m1"),
+                                                      (b"p2", b"m2")]
+    (source,) = Shop.sources
+    request = Request(None, "request_stream", Payload(b""), None, {})
+    assert request.encode_items(Payloads(source)) is source  # not wrapped
+    plain = iter([Payload(b"x")])
+    assert request.encode_items(plain) is not plain  # other sources go through encoding
 
 
 @aio

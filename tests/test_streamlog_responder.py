@@ -389,7 +389,7 @@ class Guarded(StreamLogResponder):
 
 
 @aio
-async def test_with_an_authenticator_reads_go_through_the_router(harness, log):
+async def test_reads_honour_the_authenticator(harness, log):
     from rsocket_tx import RejectedError
     from rsocket_tx.extensions import BearerAuth
 
