@@ -70,7 +70,6 @@ from .core.config import (
     ConnectionConfig,
     check_drain_timeout,
 )
-from .core.connection import _OPEN as _CONN_OPEN
 from .core.connection import Role, RSocketConnection
 from .core.events import (
     CancelReceived,
@@ -297,7 +296,7 @@ class RSocketProtocol(Protocol):
             self._delegate.framesReceived(frames)
             return
         conn = self._conn
-        if conn.state != _CONN_OPEN:  # (SETUP, RESUME: the core takes them one at a time)
+        if not conn.is_established:  # (SETUP, RESUME: handled one at a time)
             for frame in frames:
                 self.frameReceived(frame)
             return

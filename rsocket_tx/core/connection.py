@@ -264,6 +264,12 @@ class RSocketConnection:
         return self.state != _CLOSED
 
     @property
+    def is_established(self) -> bool:
+        """True while the connection is set up (or resumed) and carries streams: not waiting
+        for SETUP or RESUME_OK, not detached, not closed."""
+        return self.state == _OPEN
+
+    @property
     def is_resumable(self) -> bool:
         """True when this connection resumes after a transport failure (its SETUP carried a
         resume token, accepted by the server)."""

@@ -284,6 +284,7 @@ def test_max_lifetime_detaches_a_resumable_connection_instead_of_closing_it():
     assert isinstance(detached.error, E.ConnectionLostError)
     assert "max lifetime" in str(detached.error)
     assert s.client.is_open and s.client.is_detached and s.client.has_stream(1)
+    assert not s.client.is_established
     events = s.server.tick(LIFETIME_MS / 1000 + KEEPALIVE_MS / 1000)
     assert any(isinstance(e, ConnectionDetached) for e in events)
     assert s.server.has_stream(1)

@@ -166,9 +166,10 @@ def test_client_ignores_setup_errors_after_establishment(establish, code: int) -
 def test_server_emits_setup_received_with_the_clients_setup() -> None:
     setup = setup_frame(data=b"hello", metadata=b"")
     server = make_server()
+    assert server.is_open and not server.is_established  # waiting for SETUP
     events = feed_bytewise(server, wire(setup))
     assert events == [SetupReceived(setup)]
-    assert server.is_open
+    assert server.is_open and server.is_established
     assert server.data_to_send() == b""  # accepting a SETUP needs no answer (no LEASE)
 
 
