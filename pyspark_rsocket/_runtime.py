@@ -26,12 +26,15 @@ pytest-twisted): crochet would then refuse to start its own. Spark's workers nev
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
-from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, fail, succeed
 from twisted.python.failure import Failure
 
 from rsocket_tx import Payload, connect
@@ -39,15 +42,15 @@ from rsocket_tx.extensions import COMPOSITE_METADATA
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "ChannelSender",
+    "ChannelFeed",
     "ChunkedStream",
     "RuntimeTimeout",
     "close_all",
     "get_connection",
-    "open_channel",
     "reactor",
     "request_response",
     "request_stream_chunks",
+    "send_records",
 ]
 
 #: Seconds a blocking helper waits for the reactor side (connect, a response, the next chunk,
@@ -414,172 +417,223 @@ def request_stream_chunks(endpoint: str, payload, *, route: str | None = None,
 
 # -- request-channel (the writer) -------------------------------------------------------------
 
-class ChannelSender:
-    """The requester side of a request-channel fed from a (non-reactor) thread.
+#: Chunks a :class:`ChannelFeed` queues for the reactor before the feeding thread waits
+#: (memory bound per task).
+MAX_QUEUED_CHUNKS = 4
 
-    :meth:`send` queues payloads; the reactor side emits them only as the responder grants
-    credit (REQUEST_N) and the transport is not paused; ``send`` blocks while more than
-    ``max_pending`` payloads are queued. :meth:`complete` ends our side (COMPLETE) and waits
-    for the responder to complete, returning every payload it sent (e.g. acks).
-    :meth:`abort` cancels the channel.
 
-    Thread-safety: one thread calls ``send``/``complete``/``abort``.
+class ChannelFeed:
+    """The outbound side of a request-channel, fed in chunks from another thread.
+
+    The reactor's outbound pump pulls payloads one at a time as the responder grants
+    REQUEST_N credit; the feeding thread hands over whole chunks (lists of Payload) with
+    :meth:`put`, which blocks while :data:`MAX_QUEUED_CHUNKS` chunks are not yet taken, so a
+    task never holds more than a few chunks of rows the responder has not asked for.
     """
 
-    def __init__(self, max_pending: int, timeout: float) -> None:
-        self.max_pending = max_pending
-        self.timeout = timeout
+    def __init__(self, reactor, max_chunks: int = MAX_QUEUED_CHUNKS) -> None:
+        self._reactor = reactor
+        self._max = max_chunks
         self._cond = threading.Condition()
-        self._queue: deque = deque()
-        self._completed = False  # no more sends
+        self._queued = 0  # chunks handed over, not yet fully taken (guarded by _cond)
+        self._closed: BaseException | None = None  # the channel is over (guarded by _cond)
+        # reactor thread only:
+        self._chunks: deque = deque()
+        self._pos = 0
+        self._waiter = None
+        self._ended = False
         self._error: BaseException | None = None
-        self._waiter: Deferred | None = None  # reactor side waiting for a payload
-        self._responses: list[Payload] = []
-        self._done = threading.Event()  # the responder side ended
-        self._stream = None
-        self.sent = 0  # payloads handed to the connection
 
-    # -- reactor side: the outbound async iterator -------------------------------------------
+    # feeding thread ------------------------------------------------------------------
 
-    def __aiter__(self):
+    def put(self, payloads: list, timeout: float) -> None:
+        """Hand ``payloads`` over; wait (up to ``timeout`` seconds) for room first.
+
+        :raises Exception: the channel already ended (the responder's error, or a
+            RuntimeError when it completed early); TimeoutError after ``timeout``.
+        """
+        with self._cond:
+            if not self._cond.wait_for(
+                    lambda: self._queued < self._max or self._closed is not None, timeout):
+                raise TimeoutError(f"the responder granted no credit for {timeout:g} s")
+            if self._closed is not None:
+                raise self._closed
+            self._queued += 1
+        self._reactor.callFromThread(self._add, payloads)
+
+    def finish(self) -> None:
+        """No more payloads: the channel's outbound side completes once all are sent."""
+        self._reactor.callFromThread(self._end, None)
+
+    def fail(self, exc: BaseException) -> None:
+        """The input failed: the outbound side ends with ERROR (the responder discards)."""
+        self._reactor.callFromThread(self._end, exc)
+
+    # reactor thread ------------------------------------------------------------------
+
+    def close(self, error: BaseException | None) -> None:
+        """The channel is over: wake a waiting :meth:`put`."""
+        with self._cond:
+            if self._closed is None:
+                self._closed = error or RuntimeError("the request-channel ended early")
+            self._cond.notify_all()
+
+    def _add(self, payloads: list) -> None:
+        if payloads:
+            self._chunks.append(payloads)
+        else:
+            self._taken()
+        self._wake()
+
+    def _end(self, error: BaseException | None) -> None:
+        self._ended = True
+        self._error = error
+        self._wake()
+
+    def _taken(self) -> None:
+        with self._cond:
+            self._queued -= 1
+            self._cond.notify_all()
+
+    def _next(self):
+        chunks = self._chunks
+        if not chunks:
+            return None
+        chunk = chunks[0]
+        item = chunk[self._pos]
+        self._pos += 1
+        if self._pos >= len(chunk):
+            chunks.popleft()
+            self._pos = 0
+            self._taken()
+        return item
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            return
+        self._waiter = None
+        item = self._next()
+        if item is not None:
+            waiter.callback(item)
+        elif self._error is not None:
+            waiter.errback(self._error)
+        elif self._ended:
+            waiter.errback(StopAsyncIteration())
+        else:
+            self._waiter = waiter
+
+    def ready(self, n: int) -> list:
+        """(reactor thread) Up to ``n`` payloads available now, without waiting (possibly
+        none): lets a pump take what is buffered in one call instead of one ``__anext__``
+        per payload."""
+        out: list = []
+        chunks = self._chunks
+        while chunks and len(out) < n:
+            chunk = chunks[0]
+            end = min(len(chunk), self._pos + n - len(out))
+            out.extend(chunk[self._pos:end])
+            if end >= len(chunk):
+                chunks.popleft()
+                self._pos = 0
+                self._taken()
+            else:
+                self._pos = end
+        return out
+
+    def __aiter__(self) -> ChannelFeed:
         return self
 
     def __anext__(self):
-        with self._cond:
-            q = self._queue
-            if q:
-                item = q.popleft()
-                self.sent += 1
-                if len(q) < self.max_pending // 2 + 1:
-                    self._cond.notify()
-                return succeed(item)
-            if self._completed or self._error is not None:
-                d = Deferred()
-                d.errback(StopAsyncIteration())
-                return d
-            self._waiter = d = Deferred()
-            return d
-
-    def _wake(self) -> None:
-        """(Reactor.) A send arrived or the input ended: hand it to a waiting ``__anext__``."""
-        d = self._waiter
-        if d is None:
-            return
-        with self._cond:
-            q = self._queue
-            if q:
-                item = q.popleft()
-                self.sent += 1
-            elif self._completed or self._error is not None:
-                item = None
-            else:
-                return  # nothing to hand over yet
-        self._waiter = None
+        item = self._next()
         if item is not None:
-            d.callback(item)
-        else:
-            d.errback(StopAsyncIteration())
-
-    def _start(self, stream) -> None:
-        self._stream = stream
-
-        def got(items):
-            self._responses.extend(items)
-            self._done.set()
-
-        def failed(failure):
-            with self._cond:
-                if self._error is None:
-                    self._error = failure.value
-                self._cond.notify_all()
-            self._done.set()
-            # the responder ended: wake a waiting outbound pull so the pump stops
-            self._wake()
-        stream.collect().addCallbacks(got, failed)
-
-    # -- task thread -------------------------------------------------------------------------
-
-    def send(self, payloads: Iterable[Payload]) -> None:
-        """Queue payloads for sending; blocks while more than ``max_pending`` are queued.
-
-        :raises rsocket_tx.RSocketError: the channel failed (the responder's error).
-        :raises RuntimeTimeout: no credit for ``timeout`` seconds.
-        :raises RuntimeError: after :meth:`complete` or :meth:`abort`.
-        """
-        r = _reactor
-        with self._cond:
-            if self._completed:
-                raise RuntimeError("the channel is already completed or aborted")
-            if self._error is not None:
-                raise self._error
-            q = self._queue
-            q.extend(payloads)
-            if self._waiter is not None:
-                r.callFromThread(self._wake)
-            if len(q) > self.max_pending:
-                ok = self._cond.wait_for(
-                    lambda: len(q) <= self.max_pending or self._error is not None
-                    or self._done.is_set(), self.timeout)
-                if self._error is not None:
-                    raise self._error
-                if not ok:
-                    raise RuntimeTimeout(f"the responder granted no credit for {self.timeout} s")
-
-    def complete(self) -> list[Payload]:
-        """End the outbound side after the queued payloads; wait for the responder to complete.
-
-        :returns: every payload the responder sent on the channel.
-        :raises rsocket_tx.RSocketError: the channel failed.
-        :raises RuntimeTimeout: the responder did not complete within ``timeout`` seconds.
-        """
-        with self._cond:
-            self._completed = True
-        _reactor.callFromThread(self._wake)
-        if not self._done.wait(self.timeout):
-            self.abort()
-            raise RuntimeTimeout(f"the responder did not complete within {self.timeout} s")
+            return succeed(item)
         if self._error is not None:
-            raise self._error
-        return list(self._responses)
+            return fail(self._error)
+        if self._ended:
+            return fail(StopAsyncIteration())
 
-    def abort(self) -> None:
-        """Cancel the channel (CANCEL to the responder) and drop what is queued."""
-        with self._cond:
-            self._completed = True
-            self._queue.clear()
-        stream = self._stream
-        if stream is not None and not self._done.is_set():
-            _reactor.callFromThread(stream.cancel)
-
-    @property
-    def responses(self) -> list[Payload]:
-        """The responder's payloads received so far (complete list after :meth:`complete`)."""
-        return list(self._responses)
+        def cancelled(d):
+            if self._waiter is d:
+                self._waiter = None
+        self._waiter = Deferred(cancelled)
+        return self._waiter
 
 
-def open_channel(endpoint: str, first, *, route: str | None = None, prefetch: int = 64,
-                 max_pending: int = 8192, timeout: float = DEFAULT_TIMEOUT,
-                 data_mime_type: str = DEFAULT_DATA_MIME,
-                 metadata_mime_type: str = COMPOSITE_METADATA) -> ChannelSender:
-    """Open a request-channel on the cached connection to ``endpoint``.
+def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[bytes]],
+                 ack_key: str, timeout: float, on_ack: Callable[[int], None] | None = None
+                 ) -> int:
+    """Send records over one request-channel and wait for the final acknowledgement.
 
-    :param first: the first payload (REQUEST_CHANNEL): a :class:`~rsocket_tx.Payload` or a
-        value the data MIME type encodes (a dict for JSON); ``route`` applies to it.
-    :param prefetch: request-n window for the responder's payloads (acks).
-    :param max_pending: payloads queued by :meth:`ChannelSender.send` before it blocks.
-    :param timeout: seconds for the connection, for credit, and for the final completion.
-    :returns: a :class:`ChannelSender`.
-    :raises ValueError: ``prefetch`` or ``max_pending`` out of range.
+    Runs in a Spark task thread (not the reactor's). ``header`` is the first payload's JSON
+    (on ``route``), every record one later payload. The responder acknowledges with JSON
+    ``{ack_key: total}`` payloads and completes after its final acknowledgement.
+
+    :param chunks: lists of record bytes; pulled only as the responder grants credit. An
+        exception it raises ends the channel with ERROR and is raised again here.
+    :param timeout: seconds to wait for credit, and for the final acknowledgement.
+    :param on_ack: called (in the reactor thread) with each acknowledged total.
+    :returns: the number of records sent, all acknowledged.
+    :raises RuntimeError: the responder completed without acknowledging every record.
+    :raises rsocket_tx.RSocketError: the responder ended the channel with an ERROR.
+    :raises TimeoutError: no credit or no final acknowledgement within ``timeout``.
     """
-    if not isinstance(max_pending, int) or max_pending < 1:
-        raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
-    sender = ChannelSender(max_pending, timeout)
+    r = reactor()
+    rs = get_connection(endpoint, timeout=timeout)
+    feed = ChannelFeed(r)
+    done: Future = Future()
+    running: list = []  # the Deferred of run(), then the RequestStream
+    acked = [0]
 
-    def go(rsocket):
-        sender._start(rsocket.request_channel(first, sender, route=route, prefetch=prefetch))
+    async def run():
+        stream = rs.request_channel(Payload(json.dumps(header).encode("utf-8")), feed,
+                                    route=route, prefetch=64)
+        running.append(stream)
+        async for payload in stream:
+            ack = json.loads(bytes(payload.data))
+            acked[0] = int(ack[ack_key])
+            if on_ack is not None:
+                on_ack(acked[0])
+        return acked[0]
 
-    def run():
-        d = _connect_cached(endpoint, data_mime_type, metadata_mime_type, {})
-        return d.addCallback(go)
-    _call(run, timeout=timeout)
-    return sender
+    def start():
+        d = ensureDeferred(run())
+        running.insert(0, d)
+
+        def ended(result):
+            error = result.value if isinstance(result, Failure) else None
+            feed.close(error)
+            if error is None:
+                done.set_result(result)
+            else:
+                done.set_exception(error)
+        d.addBoth(ended)
+
+    def cancel():
+        for thing in reversed(running):
+            thing.cancel()
+
+    r.callFromThread(start)
+    sent = 0
+    try:
+        for chunk in chunks:
+            feed.put([Payload(record) for record in chunk], timeout)
+            sent += len(chunk)
+    except TimeoutError:
+        r.callFromThread(cancel)
+        raise
+    except BaseException as exc:
+        if not done.done():
+            feed.fail(exc if isinstance(exc, Exception) else RuntimeError("task interrupted"))
+        raise
+    feed.finish()
+    try:
+        total = done.result(timeout)
+    except FutureTimeout:
+        r.callFromThread(cancel)
+        raise TimeoutError(f"{route} on {endpoint}: no final acknowledgement within "
+                           f"{timeout:g} s ({acked[0]} of {sent} records acknowledged)") from None
+    if total != sent:
+        raise RuntimeError(f"{route} on {endpoint}: the responder acknowledged {total} of "
+                           f"{sent} records")
+    return sent

@@ -47,12 +47,8 @@ import datetime
 import decimal
 import json
 import math
-import threading
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +58,9 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import BinaryType, StringType, StructType
+
+from . import _runtime
+from ._runtime import send_records
 
 try:  # PySpark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
@@ -97,8 +96,6 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 #: Payloads handed from the task thread to the reactor thread at a time.
 CHUNK_ROWS = 2048
-#: Chunks queued for the reactor before the task thread waits (memory bound per task).
-MAX_QUEUED_CHUNKS = 4
 
 
 # --------------------------------------------------------------------------------------
@@ -315,152 +312,7 @@ def _chunks(items: Iterable, encode) -> Iterator[list[bytes]]:
 
 
 # --------------------------------------------------------------------------------------
-# the request-channel between a task thread and the reactor thread
-
-
-class ChannelFeed:
-    """The outbound side of a request-channel, fed in chunks from another thread.
-
-    The reactor's outbound pump pulls payloads one at a time as the responder grants
-    REQUEST_N credit; the feeding thread hands over whole chunks (lists of Payload) with
-    :meth:`put`, which blocks while :data:`MAX_QUEUED_CHUNKS` chunks are not yet taken, so a
-    task never holds more than a few chunks of rows the responder has not asked for.
-    """
-
-    def __init__(self, reactor, max_chunks: int = MAX_QUEUED_CHUNKS) -> None:
-        self._reactor = reactor
-        self._max = max_chunks
-        self._cond = threading.Condition()
-        self._queued = 0  # chunks handed over, not yet fully taken (guarded by _cond)
-        self._closed: BaseException | None = None  # the channel is over (guarded by _cond)
-        # reactor thread only:
-        self._chunks: deque = deque()
-        self._pos = 0
-        self._waiter = None
-        self._ended = False
-        self._error: BaseException | None = None
-
-    # feeding thread ------------------------------------------------------------------
-
-    def put(self, payloads: list, timeout: float) -> None:
-        """Hand ``payloads`` over; wait (up to ``timeout`` seconds) for room first.
-
-        :raises Exception: the channel already ended (the responder's error, or a
-            RuntimeError when it completed early); TimeoutError after ``timeout``.
-        """
-        with self._cond:
-            if not self._cond.wait_for(
-                    lambda: self._queued < self._max or self._closed is not None, timeout):
-                raise TimeoutError(f"the responder granted no credit for {timeout:g} s")
-            if self._closed is not None:
-                raise self._closed
-            self._queued += 1
-        self._reactor.callFromThread(self._add, payloads)
-
-    def finish(self) -> None:
-        """No more payloads: the channel's outbound side completes once all are sent."""
-        self._reactor.callFromThread(self._end, None)
-
-    def fail(self, exc: BaseException) -> None:
-        """The input failed: the outbound side ends with ERROR (the responder discards)."""
-        self._reactor.callFromThread(self._end, exc)
-
-    # reactor thread ------------------------------------------------------------------
-
-    def close(self, error: BaseException | None) -> None:
-        """The channel is over: wake a waiting :meth:`put`."""
-        with self._cond:
-            if self._closed is None:
-                self._closed = error or RuntimeError("the request-channel ended early")
-            self._cond.notify_all()
-
-    def _add(self, payloads: list) -> None:
-        if payloads:
-            self._chunks.append(payloads)
-        else:
-            self._taken()
-        self._wake()
-
-    def _end(self, error: BaseException | None) -> None:
-        self._ended = True
-        self._error = error
-        self._wake()
-
-    def _taken(self) -> None:
-        with self._cond:
-            self._queued -= 1
-            self._cond.notify_all()
-
-    def _next(self):
-        chunks = self._chunks
-        if not chunks:
-            return None
-        chunk = chunks[0]
-        item = chunk[self._pos]
-        self._pos += 1
-        if self._pos >= len(chunk):
-            chunks.popleft()
-            self._pos = 0
-            self._taken()
-        return item
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is None:
-            return
-        self._waiter = None
-        item = self._next()
-        if item is not None:
-            waiter.callback(item)
-        elif self._error is not None:
-            waiter.errback(self._error)
-        elif self._ended:
-            waiter.errback(StopAsyncIteration())
-        else:
-            self._waiter = waiter
-
-    def ready(self, n: int) -> list:
-        """(reactor thread) Up to ``n`` payloads available now, without waiting (possibly
-        none): lets a pump take what is buffered in one call instead of one ``__anext__``
-        per payload."""
-        out: list = []
-        chunks = self._chunks
-        while chunks and len(out) < n:
-            chunk = chunks[0]
-            end = min(len(chunk), self._pos + n - len(out))
-            out.extend(chunk[self._pos:end])
-            if end >= len(chunk):
-                chunks.popleft()
-                self._pos = 0
-                self._taken()
-            else:
-                self._pos = end
-        return out
-
-    def __aiter__(self) -> ChannelFeed:
-        return self
-
-    def __anext__(self):
-        from twisted.internet.defer import Deferred, fail, succeed
-
-        item = self._next()
-        if item is not None:
-            return succeed(item)
-        if self._error is not None:
-            return fail(self._error)
-        if self._ended:
-            return fail(StopAsyncIteration())
-
-        def cancelled(d):
-            if self._waiter is d:
-                self._waiter = None
-        self._waiter = Deferred(cancelled)
-        return self._waiter
-
-
-def _runtime():
-    from pyspark_rsocket import _runtime
-    return _runtime
+# requests from a task thread
 
 
 def call(endpoint: str, route: str, request: dict, timeout: float) -> dict:
@@ -470,93 +322,8 @@ def call(endpoint: str, route: str, request: dict, timeout: float) -> dict:
     :raises rsocket_tx.RSocketError: the responder answered with an ERROR.
     :raises TimeoutError: no answer within ``timeout`` seconds.
     """
-    response = _runtime().request_response(endpoint, request, route=route, timeout=timeout)
+    response = _runtime.request_response(endpoint, request, route=route, timeout=timeout)
     return json.loads(bytes(response.data) or b"null") if response is not None else None
-
-
-def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[bytes]],
-                 ack_key: str, timeout: float, on_ack: Callable[[int], None] | None = None
-                 ) -> int:
-    """Send records over one request-channel and wait for the final acknowledgement.
-
-    Runs in a Spark task thread (not the reactor's). ``header`` is the first payload's JSON
-    (on ``route``), every record one later payload. The responder acknowledges with JSON
-    ``{ack_key: total}`` payloads and completes after its final acknowledgement.
-
-    :param chunks: lists of record bytes; pulled only as the responder grants credit. An
-        exception it raises ends the channel with ERROR and is raised again here.
-    :param timeout: seconds to wait for credit, and for the final acknowledgement.
-    :param on_ack: called (in the reactor thread) with each acknowledged total.
-    :returns: the number of records sent, all acknowledged.
-    :raises RuntimeError: the responder completed without acknowledging every record.
-    :raises rsocket_tx.RSocketError: the responder ended the channel with an ERROR.
-    :raises TimeoutError: no credit or no final acknowledgement within ``timeout``.
-    """
-    from twisted.internet.defer import ensureDeferred
-    from twisted.python.failure import Failure
-
-    from rsocket_tx import Payload
-
-    rt = _runtime()
-    reactor = rt.reactor()
-    rs = rt.get_connection(endpoint, timeout=timeout)
-    feed = ChannelFeed(reactor)
-    done: Future = Future()
-    running: list = []  # the Deferred of run(), then the RequestStream
-    acked = [0]
-
-    async def run():
-        stream = rs.request_channel(Payload(json.dumps(header).encode("utf-8")), feed,
-                                    route=route, prefetch=64)
-        running.append(stream)
-        async for payload in stream:
-            ack = json.loads(bytes(payload.data))
-            acked[0] = int(ack[ack_key])
-            if on_ack is not None:
-                on_ack(acked[0])
-        return acked[0]
-
-    def start():
-        d = ensureDeferred(run())
-        running.insert(0, d)
-
-        def ended(result):
-            error = result.value if isinstance(result, Failure) else None
-            feed.close(error)
-            if error is None:
-                done.set_result(result)
-            else:
-                done.set_exception(error)
-        d.addBoth(ended)
-
-    def cancel():
-        for thing in reversed(running):
-            thing.cancel()
-
-    reactor.callFromThread(start)
-    sent = 0
-    try:
-        for chunk in chunks:
-            feed.put([Payload(record) for record in chunk], timeout)
-            sent += len(chunk)
-    except TimeoutError:
-        reactor.callFromThread(cancel)
-        raise
-    except BaseException as exc:
-        if not done.done():
-            feed.fail(exc if isinstance(exc, Exception) else RuntimeError("task interrupted"))
-        raise
-    feed.finish()
-    try:
-        total = done.result(timeout)
-    except FutureTimeout:
-        reactor.callFromThread(cancel)
-        raise TimeoutError(f"{route} on {endpoint}: no final acknowledgement within "
-                           f"{timeout:g} s ({acked[0]} of {sent} records acknowledged)") from None
-    if total != sent:
-        raise RuntimeError(f"{route} on {endpoint}: the responder acknowledged {total} of "
-                           f"{sent} records")
-    return sent
 
 
 # --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from spark_support import publish
 SCRIPT = textwrap.dedent(r'''
     import json, sys, time
     from pyspark_rsocket import _runtime as rt
-    from rsocket_tx import InvalidError, Payload
+    from rsocket_tx import InvalidError
     from rsocket_tx.streamlog import offset_of
 
     ep, topic = sys.argv[1], sys.argv[2]
@@ -66,14 +66,12 @@ SCRIPT = textwrap.dedent(r'''
     except InvalidError as e:
         print("ERROR ok", e)
 
-    # request-channel with acks
-    ch = rt.open_channel(ep, {"topic": topic + "-out", "shard": 0}, route="log.append",
-                         max_pending=100)
-    for i in range(0, 3000, 250):
-        ch.send([Payload(b"r%d" % j) for j in range(i, i + 250)])
-    acks = [json.loads(p.data) for p in ch.complete()]
-    assert acks[-1] == {"acked": 3000}, acks
-    assert ch.sent == 3000
+    # request-channel with acks: records fed in chunks, sent as the responder grants credit
+    acks = []
+    sent = rt.send_records(ep, "log.append", {"topic": topic + "-out", "shard": 0},
+                           ([b"r%d" % j for j in range(i, i + 250)] for i in range(0, 3000, 250)),
+                           "acked", 60, acks.append)
+    assert sent == 3000 and acks[-1] == 3000, acks
     print("CHANNEL ok", len(acks))
     rt.close_all()
 ''')

@@ -426,7 +426,7 @@ def _result(d):
 
 
 def test_channel_feed_hands_over_chunks_and_bounds_them():
-    from pyspark_rsocket.writer import ChannelFeed
+    from pyspark_rsocket._runtime import ChannelFeed
 
     feed = ChannelFeed(_Inline(), max_chunks=2)
     feed.put([1, 2, 3], timeout=1)
@@ -447,7 +447,7 @@ def test_channel_feed_hands_over_chunks_and_bounds_them():
 
 
 def test_channel_feed_failure_both_ways():
-    from pyspark_rsocket.writer import ChannelFeed
+    from pyspark_rsocket._runtime import ChannelFeed
 
     feed = ChannelFeed(_Inline())
     got = []
