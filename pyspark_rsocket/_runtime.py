@@ -16,9 +16,9 @@ Data crosses threads in chunks (``list[Payload]``), never one queue item per row
   chunks of up to ``chunk_size`` items kept in a bounded queue of ``max_chunks`` chunks; while
   the queue is full it stops consuming, so no REQUEST_N is sent and the responder stops
   (RSocket flow control, spec §Flow Control); the task thread's next take resumes it.
-* :func:`open_channel` – the task thread ``send()``\\ s chunks of payloads; the reactor side
-  sends them only as the responder grants credit (REQUEST_N), and ``send()`` blocks while more
-  than ``max_pending`` payloads wait for credit.
+* :func:`send_records` – the task thread feeds chunks of records into a :class:`ChannelFeed`;
+  the reactor side sends them on a request-channel only as the responder grants credit
+  (REQUEST_N), and feeding blocks while :data:`MAX_QUEUED_CHUNKS` chunks wait for credit.
 
 Must not be used in a process whose main thread already runs the global reactor (e.g. under
 pytest-twisted): crochet would then refuse to start its own. Spark's workers never do.
