@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from twisted.internet.defer import Deferred, succeed
-from twisted.internet.interfaces import IHandshakeListener
-from twisted.protocols.tls import TLSMemoryBIOProtocol
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
-from zope.interface import alsoProvides
 
 from .core.config import (
     DEFAULT_DRAIN_TIMEOUT,
@@ -33,7 +30,7 @@ from .endpoints import client_endpoint
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
 from .protocol import RSocketClientFactory
 from .responder import Responder
-from .tls import TLSError, tls_error
+from .tls import tls_error
 
 __all__ = ["connect", "make_setup"]
 
@@ -206,7 +203,7 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                        max_lifetime=max_lifetime, auth=auth, resume_token=resume_token,
                        lease=lease is not False)
     ep = client_endpoint(reactor, endpoint)
-    factory = _ClientFactory(setup, responder, reactor=reactor,
+    factory = RSocketClientFactory(setup, responder, reactor=reactor,
                                    fragment_size=fragment_size, max_frame_size=max_frame_size,
                                    max_reassembled_size=max_reassembled_size,
                                    max_concurrent_streams=max_concurrent_streams,
@@ -220,78 +217,11 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                                    lease_policy=lease_policy, lease_grace=lease_grace,
                                    frame_logger=frame_logger)
     d = ep.connect(factory)
-    d.addCallback(_secured)  # over TLS: once the handshake has verified the server
+    d.addCallback(lambda proto: proto.when_secured())  # TLS: once the server is verified
     d.addErrback(_tls_failure)  # e.g. wss: the TLS error under a failed WebSocket handshake
     d.addCallback(lambda proto: proto._ready())  # with leases: after the first LEASE
     d.addCallback(lambda proto: proto.rsocket)
     return d
-
-
-class _TLSWatch:
-    """Follows the TLS layer under a client protocol: when its handshake completes, and why
-    the connection was lost (an OpenSSL failure becomes a :class:`~rsocket_tx.tls.TLSError`
-    saying what went wrong, for ``connect()`` and for the requests that fail with it)."""
-
-    def __init__(self, proto) -> None:
-        self.proto = proto
-        self.error: TLSError | None = None
-        self._waiters: list[Deferred] = []
-        self._lost = proto.connectionLost
-        alsoProvides(proto, IHandshakeListener)
-        proto.handshakeCompleted = self.handshake_completed
-        proto.connectionLost = self.connection_lost
-        proto._tls_watch = self
-
-    def handshake_completed(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for d in waiters:
-            d.callback(self.proto)
-
-    def connection_lost(self, reason=None) -> None:
-        error = tls_error(reason) if reason is not None else None
-        if error is not None:
-            self.error = error
-            reason = Failure(error)
-        waiters, self._waiters = self._waiters, []
-        try:
-            self._lost(reason)
-        finally:
-            for d in waiters:
-                d.errback(error if error is not None else reason)
-
-    def when_secured(self) -> Deferred:
-        """Fires with the protocol once the TLS handshake is done (at once without TLS)."""
-        transport = self.proto.transport
-        if not isinstance(transport, TLSMemoryBIOProtocol) or getattr(
-                transport, "_handshakeDone", True):
-            return succeed(self.proto)
-        d = Deferred()
-        self._waiters.append(d)
-        return d
-
-
-class _ClientFactory(RSocketClientFactory):
-    """The client factory of :func:`connect`: its protocols report TLS failures clearly, and
-    a session whose transport failed TLS verification is not resumed (it cannot succeed)."""
-
-    def buildProtocol(self, addr):
-        proto = super().buildProtocol(addr)
-        if getattr(proto, "_tls_watch", None) is None:
-            _TLSWatch(proto)
-        return proto
-
-    def _reconnect_later(self, proto) -> None:
-        watch = getattr(proto, "_tls_watch", None)
-        if watch is not None and watch.error is not None:
-            proto._handle_now(proto._conn.connection_lost(watch.error.message))
-            proto._session_over()
-            return
-        super()._reconnect_later(proto)
-
-
-def _secured(proto):
-    watch = getattr(proto, "_tls_watch", None)
-    return proto if watch is None else watch.when_secured()
 
 
 def _tls_failure(failure: Failure):

@@ -46,9 +46,14 @@ from twisted.internet.defer import (
     succeed,
 )
 from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import IHalfCloseableDescriptor, IPushProducer
+from twisted.internet.interfaces import (
+    IHalfCloseableDescriptor,
+    IHandshakeListener,
+    IPushProducer,
+)
 from twisted.internet.protocol import ClientFactory, Factory, Protocol
 from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
 from zope.interface import Interface, implementer
 
@@ -95,6 +100,7 @@ from .lease import LeaseHandle
 from .requester import RSocket
 from .responder import Responder, SetupInfo
 from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
+from .tls import TLSError, tls_error
 
 __all__ = ["IFrameTransport", "RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
 
@@ -153,7 +159,7 @@ def _as_deferred(result) -> Deferred | None:
     return None
 
 
-@implementer(IPushProducer)
+@implementer(IPushProducer, IHandshakeListener)
 class RSocketProtocol(Protocol):
     """One RSocket connection over one Twisted transport: a byte stream (TCP, TLS, ...) or a
     message transport providing :class:`IFrameTransport` (WebSocket: one frame per message).
@@ -171,6 +177,9 @@ class RSocketProtocol(Protocol):
         an unlimited lease (:class:`~rsocket_tx.lease.UnlimitedLeasePolicy`).
 
     :ivar lease: the connection's :class:`~rsocket_tx.lease.LeaseHandle`.
+    :ivar tls_failure: the :class:`~rsocket_tx.tls.TLSError` the transport was lost to (a
+        certificate or host name rejected, by us or by the peer), else None. The connection's
+        close reason and the errors of its requests say the same.
     """
 
     def __init__(self, role: str, config: ConnectionConfig, *, reactor,
@@ -197,6 +206,8 @@ class RSocketProtocol(Protocol):
         self._abort_call = None  # a graceful close's last resort
         self._write_closed = False  # TCP half-closed after our last frame
         self._frames = False  # the transport is an IFrameTransport (WebSocket)
+        self.tls_failure: TLSError | None = None
+        self._secured: list[Deferred] = []  # when_secured() waiters
         self._dispatching = False
         self._timer = None
         self._flush_call = None  # a pending _flush_soon
@@ -319,7 +330,38 @@ class RSocketProtocol(Protocol):
         elif self.transport is not None:
             self.transport.loseConnection()
 
+    def handshakeCompleted(self) -> None:
+        """``IHandshakeListener``: the TLS handshake under this protocol is done (the peer's
+        certificate and host name verified)."""
+        waiters, self._secured = self._secured, []
+        for d in waiters:
+            d.callback(self)
+
+    def when_secured(self) -> Deferred:
+        """A Deferred firing with this protocol once its TLS handshake is done (at once when
+        the transport is not TLS, or the handshake is already done); it fails with the
+        :class:`~rsocket_tx.tls.TLSError` (or other reason) the connection was lost to."""
+        transport = self.transport
+        if not isinstance(transport, TLSMemoryBIOProtocol) or \
+                getattr(transport, "_handshakeDone", True):
+            return succeed(self)
+        d = Deferred()
+        self._secured.append(d)
+        return d
+
     def connectionLost(self, reason=None) -> None:
+        error = tls_error(reason) if reason is not None else None
+        if error is not None:  # OpenSSL's tuple of codes becomes words
+            self.tls_failure = error
+            reason = Failure(error)
+        waiters, self._secured = self._secured, []
+        try:
+            self._connection_lost(reason)
+        finally:
+            for d in waiters:
+                d.errback(reason if reason is not None else Failure(ConnectionDone()))
+
+    def _connection_lost(self, reason) -> None:
         if self._delegate is not None:
             self._delegate._relay_lost(self, reason)  # a relay: its session lost the transport
             return
@@ -1343,8 +1385,13 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
         return proto
 
     def _reconnect_later(self, proto: RSocketProtocol) -> None:
-        """A resumable session lost its transport: reconnect after the next backoff delay."""
+        """A resumable session lost its transport: reconnect after the next backoff delay
+        (not after a TLS failure: the same server would fail the same way)."""
         self._session = proto
+        if proto.tls_failure is not None:
+            proto._handle_now(proto._conn.connection_lost(proto.tls_failure.message))
+            proto._session_over()
+            return
         if self.reconnect is None:
             proto._handle_now(proto._conn.connection_lost(
                 "the transport was lost and this client has no endpoint to reconnect to"))
