@@ -10,7 +10,10 @@
 #   lock file (stamp file node_modules/.rsocket-tx-lock.sha256).
 # * rsocket-py 0.4.20: pip-installed (with aiohttp, websockets) into $RSOCKET_TX_INTEROP_PYTHON,
 #   default the project venv (.venv/bin/python) or python3, only if missing or another version.
-# Needs Node 20 + npm and the npm/PyPI registries.
+# * every tests/interop/peers/*/install.sh (the JVM, Rust and Go peers): each builds its peer
+#   from committed, pinned build files (pom.xml, Cargo.lock, go.sum) into a git-ignored folder
+#   and skips the build when its sources are unchanged; --force is passed on.
+# Needs Node 20 + npm, Java 17 + Maven, cargo, go and the package registries.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -55,4 +58,9 @@ else
     echo "install_peers.sh: pip install rsocket==0.4.20 aiohttp websockets into $PYTHON"
     "$PYTHON" -m pip install "rsocket==0.4.20" aiohttp websockets
 fi
+for script in "$HERE"/peers/*/install.sh; do
+    [ -f "$script" ] || continue
+    echo "install_peers.sh: $script"
+    bash "$script" ${1:-}
+done
 echo "install_peers.sh: done"
