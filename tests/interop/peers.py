@@ -104,6 +104,8 @@ INTERACTIONS = (
 PYTHON = os.environ.get("RSOCKET_TX_INTEROP_PYTHON", sys.executable)
 #: Node executable for the rsocket-js peers.
 NODE = os.environ.get("RSOCKET_TX_INTEROP_NODE") or shutil.which("node") or "node"
+#: Java executable (17) for the JVM peers.
+JAVA = os.environ.get("RSOCKET_TX_INTEROP_JAVA") or shutil.which("java") or "java"
 
 
 class PeerError(Exception):
@@ -135,7 +137,10 @@ class Peer:
     """One third-party implementation and how to run its programs."""
 
     name: str
-    runtime: str  # "python" or "node"
+    #: "python" or "node" (the script runs under :data:`PYTHON` / :data:`NODE`), "exec" (the
+    #: script is an executable built by the folder's ``install.sh``, a path relative to
+    #: ``directory``) or "jvm" (the script is a main class in the jar :attr:`jar`)
+    runtime: str
     directory: Path
     server_script: str
     client_script: str
@@ -145,10 +150,26 @@ class Peer:
     npm_packages: tuple[tuple[str, str], ...] = ()
     #: transports its programs speak (:data:`TRANSPORTS`)
     transports: tuple[str, ...] = ("tcp", "ws")
+    #: "jvm" runtime: the jar (relative to ``directory``) that holds the main classes and their
+    #: dependencies, built by the folder's ``install.sh``
+    jar: str = ""
 
     def _argv(self, script: str) -> list[str]:
+        if self.runtime == "exec":
+            return [str(self.directory / script)]
+        if self.runtime == "jvm":
+            return [JAVA, "-cp", str(self.directory / self.jar), script]
         executable = PYTHON if self.runtime == "python" else NODE
         return [executable, str(self.directory / script)]
+
+    def built_files(self) -> list[Path]:
+        """The files the folder's ``install.sh`` builds (executables, jar): empty for the
+        interpreted runtimes."""
+        if self.runtime == "exec":
+            return [self.directory / self.server_script, self.directory / self.client_script]
+        if self.runtime == "jvm":
+            return [self.directory / self.jar]
+        return []
 
     def transport_args(self, transport: str, path: str = WS_PATH) -> list[str]:
         """The ``--transport``/``--path``/``--ws-library`` flags of ``transport``.
@@ -504,7 +525,10 @@ def ensure_installed(peers=None) -> None:
     problems = []
     for name in peers or PEERS:
         peer = PEERS[name]
-        if peer.runtime == "node":
+        if peer.runtime in ("exec", "jvm"):
+            problems += [f"{name}: {path} not built" for path in peer.built_files()
+                         if not path.exists()]
+        elif peer.runtime == "node":
             if shutil.which(NODE) is None and not Path(NODE).exists():
                 problems.append(f"{name}: node executable {NODE!r} not found (Node 20 needed)")
                 continue
