@@ -15,6 +15,9 @@ Started as ``twistd -n --pidfile= rsocket --responder tests.interop.responders:I
   always send ``b"0"`` as the first data, so metadata is how they can ask for an error);
 * fire-and-forget and metadata-push are only reported.
 
+A SETUP whose data starts with ``reject:`` is refused with ERROR[REJECTED_SETUP] carrying the
+rest of the data as the message (reported as ``setup_rejected``).
+
 Everything it sees is reported as one log line ``INTEROP-EVENT {json}`` (twisted.logger, so it
 lands on twistd's stdout), which the tests read: ``setup``, ``request`` (``interaction`` +
 payload), ``fnf`` (payload), ``metadata_push`` (metadata), ``stream_end`` (``outcome``:
@@ -34,6 +37,7 @@ import json
 from twisted.logger import Logger
 
 from rsocket_tx import ApplicationError, Payload, Responder, RSocketError
+from rsocket_tx.core.errors import RejectedSetupError
 from rsocket_tx.demo import parse_count
 
 __all__ = ["InteropResponder", "EVENT_MARKER", "describe"]
@@ -82,6 +86,10 @@ class InteropResponder(Responder):
     """The demo responder plus the ``error:`` convention, reporting what it sees."""
 
     def accept_setup(self, setup):
+        data = setup.payload.data or b""
+        if data.startswith(b"reject:"):
+            report("setup_rejected", message=data[len(b"reject:"):].decode("utf-8", "replace"))
+            raise RejectedSetupError(data[len(b"reject:"):].decode("utf-8", "replace"))
         report("setup", version=list(setup.version), keepalive=setup.keepalive_interval,
                lifetime=setup.max_lifetime, data_mime_type=setup.data_mime_type,
                metadata_mime_type=setup.metadata_mime_type,

@@ -259,9 +259,14 @@ function setupFromOptions(options) {
   };
 }
 
-/** A demo client's two ways out: ``done(code, obj)`` finishes once and then calls ``close()``;
+/** A demo client's ways out: ``done(code, obj)`` finishes once and then calls ``close()``;
  *  ``fail(e, extra)`` finishes with ``result({error, ...extra})`` for an RSocket error (exit
- *  EXIT_RSOCKET_ERROR), else with ``result({failure, ...extra})`` (EXIT_FAILURE). */
+ *  EXIT_RSOCKET_ERROR), else with ``result({failure, ...extra})`` (EXIT_FAILURE);
+ *  ``closedBy(e)`` is the connection's end: an ERROR on stream 0 (e.g. REJECTED_SETUP)
+ *  finishes with ``result({error, connection_error})`` (EXIT_RSOCKET_ERROR).
+ *  rsocket-js 1.0.0-alpha.3 fails the pending requests with a plain Error ("Closed. Original
+ *  cause [...]") *before* it reports the ERROR that closed the connection, so a failure that is
+ *  not an RSocket error waits one turn of the event loop for that report. */
 function clientOutcome(result, close) {
   const done = (code, obj) => {
     if (isFinishing()) return;
@@ -273,10 +278,30 @@ function clientOutcome(result, close) {
     if (info) {
       done(EXIT_RSOCKET_ERROR, result({ error: info, ...extra }));
     } else {
-      done(EXIT_FAILURE, result({ failure: String(e && e.message), ...extra }));
+      setImmediate(() =>
+        done(EXIT_FAILURE, result({ failure: String(e && e.message), ...extra })),
+      );
     }
   };
-  return { done, fail };
+  const closedBy = (e) => {
+    const info = errorInfo(e);
+    if (info) {
+      done(EXIT_RSOCKET_ERROR, result({ error: info, connection_error: info }));
+    } else {
+      done(EXIT_FAILURE, result({ failure: `connection closed: ${e && e.message}` }));
+    }
+  };
+  return { done, fail, closedBy };
+}
+
+/** The demo servers' SETUP rule: data starting with "reject:" is refused with
+ *  ERROR[REJECTED_SETUP] and the rest of the data as the message; returns that message or null. */
+function rejectRequested(payload) {
+  const data = toBuffer(payload && payload.data);
+  if (data && data.toString("latin1").startsWith("reject:")) {
+    return data.subarray("reject:".length).toString("utf8");
+  }
+  return null;
 }
 
 /** Option spec shared by all clients. */
@@ -692,6 +717,7 @@ module.exports = {
   isFinishing,
   collect,
   connectOrFail,
+  rejectRequested,
   CountEmitter,
   EchoQueue,
   serverLifetime,

@@ -67,11 +67,11 @@ function main() {
 }
 
 function run(client, socket) {
-  const { done, fail } = common.clientOutcome(result, () => client.close());
+  const { done, fail, closedBy } = common.clientOutcome(result, () => client.close());
   socket.connectionStatus().subscribe({
     onNext: (status) => {
       if (status.kind === "ERROR") {
-        fail(status.error, {});
+        closedBy(status.error);
       } else if (status.kind === "CLOSED") {
         done(common.EXIT_FAILURE, result({ failure: "connection closed" }));
       }

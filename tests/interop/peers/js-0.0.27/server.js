@@ -176,6 +176,11 @@ function main() {
     transport,
     getRequestHandler: (socket, setupPayload) => {
       common.emit({ event: "setup", ...common.describePayload(setupPayload, "both") });
+      const rejection = common.rejectRequested(setupPayload);
+      if (rejection !== null) {
+        common.emit({ event: "setup_rejected", message: rejection });
+        throw new Error(rejection); // the library answers ERROR[REJECTED_SETUP] with it
+      }
       return responder();
     },
     errorHandler: (e) => common.emit({ event: "connection_error", message: String(e && e.message) }),

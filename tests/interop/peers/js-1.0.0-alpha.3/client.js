@@ -68,10 +68,10 @@ async function main() {
   if (rsocket === null) {
     return;
   }
-  const { done, fail } = common.clientOutcome(result, () => rsocket.close());
+  const { done, fail, closedBy } = common.clientOutcome(result, () => rsocket.close());
   rsocket.onClose((e) => {
     if (e) {
-      fail(e, {});
+      closedBy(e);
     } else {
       done(common.EXIT_FAILURE, result({ failure: "connection closed" }));
     }

@@ -160,6 +160,11 @@ async function main() {
           flags: setup.flags,
           ...common.describePayload(setup, "both"),
         });
+        const rejection = common.rejectRequested(setup);
+        if (rejection !== null) {
+          common.emit({ event: "setup_rejected", message: rejection });
+          throw new Error(rejection); // the library answers ERROR[REJECTED_SETUP] with it
+        }
         return responder();
       },
     },

@@ -37,8 +37,10 @@ from peer_common import (
     run_interaction,
 )
 from reactivestreams.subscriber import Subscriber
+from rsocket.error_codes import ErrorCode
 from rsocket.helpers import single_transport_provider
 from rsocket.payload import Payload
+from rsocket.request_handler import BaseRequestHandler
 from rsocket.rsocket_client import RSocketClient
 
 MINIMUM_FRAGMENT_SIZE = 64
@@ -60,6 +62,24 @@ class Outbound(ListPublisher):
             asyncio.get_running_loop().call_soon(self._complete)
 
 
+class ConnectionErrorWatch(BaseRequestHandler):
+    """Our client's handler: an ERROR on stream 0 (e.g. REJECTED_SETUP) ends the run.
+
+    rsocket-py hands such an ERROR only to ``on_error`` and fails the pending requests later
+    with a generic CONNECTION_ERROR without a message (or, over WebSocket, never): the
+    interaction is raced against this report."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed_by: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    async def on_error(self, error_code: ErrorCode, payload: Payload):
+        if not self.closed_by.done():
+            self.closed_by.set_result({
+                "code": int(error_code),
+                "message": bytes(payload.data or b"").decode("utf-8", "replace")})
+
+
 def setup_payload(args) -> Payload | None:
     if args.setup_data is None and args.setup_metadata is None:
         return None
@@ -70,6 +90,7 @@ def setup_payload(args) -> Payload | None:
 async def run(args) -> tuple[int, dict]:
     data, metadata = payload_from_args(args)
     transport, close_transport = await open_client_transport(args)
+    watch = ConnectionErrorWatch()
     client = RSocketClient(
         single_transport_provider(transport),
         data_encoding=OCTET_STREAM,
@@ -78,6 +99,7 @@ async def run(args) -> tuple[int, dict]:
         max_lifetime_period=timedelta(milliseconds=args.lifetime),
         fragment_size_bytes=args.fragment,
         setup_payload=setup_payload(args),
+        handler_factory=lambda: watch,
     )
     payload, outbound = Payload(data, metadata), None
     if args.interaction == "request-channel":
@@ -90,7 +112,16 @@ async def run(args) -> tuple[int, dict]:
 
     try:
         async with client:
-            code, result = await run_interaction(client, args, payload, describe, outbound)
+            interaction = asyncio.ensure_future(
+                run_interaction(client, args, payload, describe, outbound))
+            closed_by = watch.closed_by
+            await asyncio.wait([interaction, closed_by], return_when=asyncio.FIRST_COMPLETED)
+            if closed_by.done():
+                interaction.cancel()
+                code, result = 1, {"error": closed_by.result(),
+                                   "connection_error": closed_by.result()}
+            else:
+                code, result = interaction.result()
     finally:
         await close_transport()
     return code, {"peer": "rsocket-py", "interaction": args.interaction, **result}

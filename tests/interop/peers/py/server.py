@@ -93,7 +93,12 @@ class DemoHandler(BaseRequestHandler):
     initial_complete = False  # set by ChannelFlagServer for the REQUEST_CHANNEL being handled
 
     async def on_setup(self, data_encoding: bytes, metadata_encoding: bytes, payload: Payload):
-        pass  # reported by DemoServer.handle_setup, which sees the whole frame
+        # reported by DemoServer.handle_setup, which sees the whole frame
+        data = bytes(payload.data or b"")
+        if data.startswith(b"reject:"):
+            message = data[len(b"reject:"):].decode("utf-8", "replace")
+            emit({"event": "setup_rejected", "message": message})
+            raise RuntimeError(message)  # rsocket-py answers ERROR[REJECTED_SETUP] with it
 
     async def request_response(self, payload: Payload):
         payload_event("request", payload.data, payload.metadata, interaction="request-response")
