@@ -1,8 +1,9 @@
-# rsocket_tx developer targets.  Everything a fresh machine needs (python3 >= 3.10 with venv,
-# node 20 + npm for the rsocket-js interop peers) is installed by these targets.
+# rsocket_tx developer targets.  Given python3 >= 3.10 with venv and, for the interop peers,
+# node 20 + npm, Java 17 + Maven, cargo and go, everything else is installed by these targets.
 #
 #   make venv   create .venv and install rsocket_tx (editable) with the dev extras
-#   make peers  npm-install the rsocket-js interop peers into tests/interop/peers/
+#   make peers  install/build the interop peers into tests/interop/peers/ (install_peers.sh:
+#               rsocket-js, rsocket-py, rsocket-java, Spring Boot, rsocket-rust, rsocket-go)
 #   make test   venv + peers, then the whole pytest suite (interop included)
 #   make lint   ruff check .
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
@@ -23,14 +24,12 @@ PYTEST_ARGS ?=
 
 venv: $(STAMP)
 
-# The .pth file puts the repository root on sys.path: twistd finds its plugins by scanning
-# sys.path for twisted/plugins/ directories, and the source tree's
-# twisted/plugins/rsocket_tx_plugin.py is not part of an editable install otherwise.
+# The editable install alone gives a working `twistd rsocket`: setup.cfg's package_dir makes it
+# put the repository root (and so twisted/plugins/rsocket_tx_plugin.py) on sys.path.
 $(STAMP): setup.cfg pyproject.toml Makefile
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e '.[dev]'
-	$(VPY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "rsocket_tx-source-tree.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $@
 
 peers:
@@ -62,6 +61,7 @@ demo: venv
 	bash scripts/demo.sh
 
 bench: venv
+	bash benchmarks/java/build.sh || echo "benchmarks/java/build.sh failed: the rsocket-java columns will read n/a" >&2
 	$(VPY) -m benchmarks.run
 
 pipeline: venv

@@ -1,13 +1,17 @@
-"""Benchmark rsocket_tx against raw Twisted and rsocket-py; see benchmarks/README.md.
+"""Benchmark rsocket_tx against raw Twisted, rsocket-py and rsocket-java; see
+benchmarks/README.md.
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.run [--quick] [--only raw,rsocket-py,rsocket_tx]
+    .venv/bin/python -m benchmarks.run [--quick]
+                                       [--only raw,rsocket-py,rsocket_tx,rsocket-java,tx-java]
                                        [--workloads rr-seq,rr-100,stream-64,stream-1m,fnf]
                                        [--transports tcp,tls,ws,wss] [--json FILE]
 
-Each (implementation, transport) server runs in its own subprocess; every (implementation,
-transport, workload) triple runs its client in a fresh subprocess with a fresh connection.
+Each (server implementation, transport) server runs in its own subprocess; every
+(implementation, transport, workload) triple runs its client in a fresh subprocess with a fresh
+connection. The ``rsocket_tx→java`` column is rsocket_tx's client against the rsocket-java
+server (the same server process as the ``rsocket-java`` column).
 Children are killed when they overrun their deadline, so the run always ends by itself.
 Nothing here asserts.
 """
@@ -38,19 +42,37 @@ MiB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Impl:
+    """A table column: ``module``'s client against ``server_module``'s server (default: the
+    same module). ``key`` names the column in ``--only``, the JSON and the log files."""
+
     key: str
     title: str
     module: str
+    server_module: str = ""
+
+    @property
+    def server(self) -> str:
+        """The module whose ``server`` mode this column's clients connect to."""
+        return self.server_module or self.module
 
 
 IMPLS = [
     Impl("raw", "raw twisted", "benchmarks.impl_raw"),
     Impl("rsocket-py", "rsocket-py", "benchmarks.impl_rsocket_py"),
     Impl("rsocket_tx", "rsocket_tx", "benchmarks.impl_rsocket_tx"),
+    Impl("rsocket-java", "rsocket-java", "benchmarks.impl_rsocket_java"),
+    Impl("tx-java", "rsocket_tx→java", "benchmarks.impl_rsocket_tx",
+         server_module="benchmarks.impl_rsocket_java"),
 ]
 ALIASES = {"raw": "raw", "twisted": "raw", "raw-twisted": "raw", "py": "rsocket-py",
            "rsocket-py": "rsocket-py", "rsocket_py": "rsocket-py", "tx": "rsocket_tx",
-           "rsocket_tx": "rsocket_tx", "rsocket-tx": "rsocket_tx"}
+           "rsocket_tx": "rsocket_tx", "rsocket-tx": "rsocket_tx", "java": "rsocket-java",
+           "rsocket-java": "rsocket-java", "rsocket_java": "rsocket-java", "tx-java": "tx-java",
+           "tx->java": "tx-java", "tx→java": "tx-java", "rsocket_tx->java": "tx-java",
+           "rsocket_tx→java": "tx-java"}
+#: Start of an UNAVAILABLE reason (or client error) meaning "cannot run on this machine": the
+#: cells read "n/a (...)" instead of "error".
+NOT_AVAILABLE = ("rsocket_tx not importable", "not available")
 
 
 @dataclass(frozen=True)
@@ -173,8 +195,10 @@ class Child:
 
 def start_server(impl: Impl, kind: str, args,
                  log_dir: Path) -> tuple[Child | None, int | None, str | None]:
-    child = Child([sys.executable, "-m", impl.module, "server"], child_env(args, kind),
-                  f"{impl.key}-{kind}-server.log", log_dir)
+    """Start ``impl``'s server for ``kind``: (child, port, None) or (None, None, problem)."""
+    name = impl.server.rsplit(".", 1)[-1]
+    child = Child([sys.executable, "-m", impl.server, "server"], child_env(args, kind),
+                  f"{name}-{kind}-server.log", log_dir)
     line = child.read_line(("PORT ", "UNAVAILABLE "), args.server_timeout)
     if line and line.startswith("PORT "):
         return child, int(line.split()[1]), None
@@ -182,8 +206,9 @@ def start_server(impl: Impl, kind: str, args,
     child.stop(grace=1.0)
     if line:
         reason = line[len("UNAVAILABLE "):]
-        # "not importable" is n/a; anything else (serve() failed) is a bug worth an "error"
-        return None, None, ("n/a" if "not importable" in reason else "error") + f" ({reason})"
+        # "not importable"/"not available" is n/a; anything else (serve() failed) is a bug
+        # worth an "error"
+        return None, None, ("n/a" if reason.startswith(NOT_AVAILABLE) else "error") + f" ({reason})"
     return None, None, "error (server did not report a port" + (f": {tail.splitlines()[-1]}"
                                                                 if tail else "") + ")"
 
@@ -207,7 +232,7 @@ def run_client(impl: Impl, kind: str, port: int, spec: Spec, args, log_dir: Path
     body = json.loads(line[len("RESULT "):])
     if not body.get("ok"):
         detail = body.get("error", "?")
-        if detail.startswith("rsocket_tx not importable"):
+        if detail.startswith(NOT_AVAILABLE):
             return {"status": "n/a", "detail": detail}
         return {"status": "error", "detail": detail, "stderr": child.stderr_tail()}
     runs = body["runs"]
@@ -295,26 +320,33 @@ def target_texts(wl: Workload, tx: float | None, raw: float | None,
 
 
 def render_table(workloads: list[Workload], results: dict, transports: list[str]) -> str:
-    """One row per workload and transport; ``results[workload][transport][impl]``."""
-    header = ["workload [unit]", "via", "raw twisted", "rsocket-py", "rsocket_tx", "tx/raw",
-              "tx/py", "tx/tx-tcp", "target", "met"]
+    """One row per workload and transport; ``results[workload][transport][impl key]``.
+
+    Columns: the five implementations in ``IMPLS`` order, then rsocket_tx's number divided by
+    raw twisted's, rsocket-py's, rsocket-java's (each against its own server) and by its own
+    TCP number, then the targets."""
+    header = ["workload [unit]", "via", *(i.title for i in IMPLS), "tx/raw", "tx/py",
+              "tx/java", "tx/tx-tcp", "target", "met"]
+    first_text = header.index("target")  # numbers are right-aligned before this column
     rows = [header]
     for wl in workloads:
         per = results.get(wl.key, {})
         tx_tcp = metric(wl, per.get("tcp", {}).get("rsocket_tx"))
         for n, kind in enumerate(transports):
             r = per.get(kind, {})
-            raw, py, tx = (metric(wl, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
+            raw, py, tx, java = (metric(wl, r.get(k))
+                                 for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java"))
             target, met = target_texts(wl, tx, raw, py)
             unit = wl.unit + (" (MB/s)" if wl.show_mb else "")
-            rows.append([f"{wl.label} [{unit}]" if n == 0 else "", kind, cell(wl, r.get("raw")),
-                         cell(wl, r.get("rsocket-py")), cell(wl, r.get("rsocket_tx")),
-                         ratio_text(tx, raw), ratio_text(tx, py),
+            rows.append([f"{wl.label} [{unit}]" if n == 0 else "", kind,
+                         *(cell(wl, r.get(i.key)) for i in IMPLS),
+                         ratio_text(tx, raw), ratio_text(tx, py), ratio_text(tx, java),
                          "-" if kind == "tcp" else ratio_text(tx, tx_tcp), target, met])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) if i <= 1 else c.rjust(w) if i < 8 else c.ljust(w)
+        lines.append("  ".join(c.ljust(w) if i <= 1 else c.rjust(w) if i < first_text
+                               else c.ljust(w)
                                for i, (c, w) in enumerate(zip(row, widths))).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -326,11 +358,15 @@ def render_table(workloads: list[Workload], results: dict, transports: list[str]
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run",
-                                description="rsocket_tx vs raw Twisted vs rsocket-py")
+                                description="rsocket_tx vs raw Twisted, rsocket-py and "
+                                "rsocket-java")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: smaller counts, 1 s budget, best of 2 runs per cell")
-    p.add_argument("--only", default="raw,rsocket-py,rsocket_tx",
-                   help="implementations, comma separated (raw, rsocket-py, rsocket_tx)")
+    p.add_argument("--only", default=",".join(i.key for i in IMPLS),
+                   help="implementations (table columns), comma separated: raw, rsocket-py, "
+                   "rsocket_tx, rsocket-java (its client and server), tx-java (rsocket_tx's "
+                   "client against rsocket-java's server); aliases: twisted, py, tx, java, "
+                   "tx->java; default: all")
     p.add_argument("--workloads", default=",".join(w.key for w in WORKLOADS),
                    help="workloads, comma separated (%(default)s)")
     p.add_argument("--transports", default=",".join(TRANSPORTS),
@@ -393,6 +429,17 @@ def versions() -> dict:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
+    from benchmarks.impl_rsocket_java import JAR, find_java
+
+    out["rsocket_java"] = "1.1.5" if JAR.is_file() else None  # pinned in benchmarks/java/pom.xml
+    java = find_java()
+    out["java"] = None
+    if java:
+        try:
+            proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
+            out["java"] = (proc.stderr or proc.stdout).strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
     return out
 
 
@@ -421,22 +468,25 @@ def main(argv: list[str] | None = None) -> int:
     def progress(text: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {text}", file=sys.stderr, flush=True)
 
+    # one server per (server module, transport): rsocket-java's serves both of its columns
     servers: dict = {}
     for kind in transports:
         for impl in impls:
+            if (impl.server, kind) in servers:
+                continue
             server, port, problem = start_server(impl, kind, args, log_dir)
-            servers[impl.key, kind] = (server, port, problem)
+            servers[impl.server, kind] = (server, port, problem)
             if problem:
-                progress(f"{impl.key} ({kind}): {problem}")
+                progress(f"{impl.server.rsplit('.', 1)[-1]} ({kind}): {problem}")
                 notes.append(f"{impl.title} ({kind}): {problem}")
 
     def server_port(impl: Impl, kind: str) -> tuple[int | None, str | None]:
-        server, port, problem = servers[impl.key, kind]
+        server, port, problem = servers[impl.server, kind]
         if problem is None and not server.alive():
             notes.append(f"{impl.title} ({kind}): server process died; restarted")
             server.stop(grace=0.5)
-            server, port, problem = servers[impl.key, kind] = start_server(impl, kind, args,
-                                                                           log_dir)
+            server, port, problem = servers[impl.server, kind] = start_server(impl, kind, args,
+                                                                              log_dir)
         return port, problem
 
     try:
@@ -459,24 +509,24 @@ def main(argv: list[str] | None = None) -> int:
                             res = run_client(impl, kind, port, spec, args, log_dir, rep)
                             if res["status"] in ("timeout", "error"):
                                 # the server may be wedged: give the next workload a fresh one
-                                server = servers[impl.key, kind][0]
+                                server = servers[impl.server, kind][0]
                                 server.stop(grace=0.5)
-                                servers[impl.key, kind] = start_server(impl, kind, args,
-                                                                       log_dir)
+                                servers[impl.server, kind] = start_server(impl, kind, args,
+                                                                          log_dir)
                         done.append(res)
                 for impl in impls:
                     res = merge(attempts[impl.key])
                     res["spec"] = json.loads(spec.to_json())
                     results[wl.key][kind][impl.key] = res
                     if res["status"] == "ok":
-                        progress(f"{impl.key:10s} {kind:3s} {wl.key:9s} {cell(wl, res)} "
+                        progress(f"{impl.key:12s} {kind:3s} {wl.key:9s} {cell(wl, res)} "
                                  f"{wl.unit}  (best of {len(res['runs'])})")
                         continue
                     detail = res.get("detail", "")
                     if not detail.startswith(res["status"]):
                         detail = f"{res['status']}: {detail}"
-                    progress(f"{impl.key:10s} {kind:3s} {wl.key:9s} {detail}")
-                    if not servers[impl.key, kind][2]:
+                    progress(f"{impl.key:12s} {kind:3s} {wl.key:9s} {detail}")
+                    if not servers[impl.server, kind][2]:
                         notes.append(f"{impl.title} ({kind}) / {wl.key}: {res['status']}: "
                                      f"{res.get('detail', '')}")
                     if args.verbose and res.get("stderr"):
@@ -504,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{time.monotonic() - started:.0f} s total"
           + (f"; children's stderr in {log_dir}" if keep_logs else ""))
     print("Ratios compare rsocket_tx with the other column (MB/s for 1 MiB streams, "
-          "operations/s otherwise); MB = 10^6 payload bytes.")
+          "operations/s otherwise); MB = 10^6 payload bytes. rsocket_tx→java: rsocket_tx's "
+          "client against rsocket-java's server.")
     if any(r.get("status") == "ok" and not r["best"]["complete"] for r in cells):
         print("* stopped by the time budget before its count: the rate covers the part done.")
     for note in notes:
@@ -523,10 +574,14 @@ def main(argv: list[str] | None = None) -> int:
         for w in workloads:
             for kind in transports:
                 r = results[w.key][kind]
-                raw, py, tx = (metric(w, r.get(k)) for k in ("raw", "rsocket-py", "rsocket_tx"))
+                raw, py, tx, java, tx_java = (
+                    metric(w, r.get(k))
+                    for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java", "tx-java"))
                 doc["workloads"][w.key].setdefault("ratios", {})[kind] = {
                     "tx_over_raw": tx / raw if tx and raw else None,
-                    "tx_over_py": tx / py if tx and py else None}
+                    "tx_over_py": tx / py if tx and py else None,
+                    "tx_over_java": tx / java if tx and java else None,
+                    "tx_client_over_java_client": tx_java / java if tx_java and java else None}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"numbers written to {args.json}")
     return 0

@@ -194,7 +194,8 @@ class LeaseHandle:
         """A LEASE arrived: wake who waits for one."""
         first, self._first = self._first, []
         for d in first:
-            d.callback(None)
+            if not d.called:  # already failed by its own deadline (``protocol._ready``)
+                d.callback(None)
         if self._waiters:
             available = self.available()
             if available is None or available > 0:
@@ -213,7 +214,10 @@ class LeaseHandle:
         waiters, self._waiters = self._waiters + self._first, []
         self._first = []
         for d in waiters:
-            d.errback(self._ended)
+            # a first-lease Deferred may have failed already: the client's no-LEASE deadline
+            # (``protocol._ready``) fails it, then closes the connection, which stops us
+            if not d.called:
+                d.errback(self._ended)
 
 
 def _forget(waiters: list[Deferred]):

@@ -511,8 +511,11 @@ class RSocketProtocol(Protocol):
         events = self._conn.resume_session(frame, self._reactor.seconds())
         if old is not None:
             # the client gave this transport up (half-open): drop it; its connectionLost is
-            # ignored (this session's own, or a previous relay's: _relay_lost checks)
+            # ignored (this session's own, or a previous relay's: _relay_lost checks).  We stop
+            # being its producer first: its end would call our stopProducing() and pause the
+            # streams that the resumed transport carries
             self._paused = True
+            old.unregisterProducer()
             old.abortConnection()
         transport = relay.transport
         transport.unregisterProducer()

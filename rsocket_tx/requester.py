@@ -214,8 +214,9 @@ class RSocket:
             :class:`Payload`, or a value encoded by the data MIME type's codec; the options
             below apply to it.
         :param outbound: further payloads: an iterable or async iterable of :class:`Payload`,
-            pulled only as the responder grants credit (REQUEST_N); its end sends COMPLETE,
-            an exception it raises sends ERROR[APPLICATION_ERROR]. None: our side completes
+            pulled only as the responder grants credit (REQUEST_N), plus one item ahead once
+            the credit is used up; its end sends COMPLETE and an exception it raises sends
+            ERROR[APPLICATION_ERROR], both without waiting for credit. None: our side completes
             with the first payload (C flag).
         :param prefetch: as :meth:`request_stream`, for the responder's payloads.
         :param complete: set the C flag on the REQUEST_CHANNEL frame (no further payloads).

@@ -85,7 +85,9 @@ class Responder:
     Override the interactions you serve. Each handler may return its result directly, a
     Deferred, or be a coroutine (``async def``); a stream handler returns an iterable or an async
     iterable of :class:`Payload` (or a Deferred/coroutine of one), which is pulled only as fast
-    as the requester grants credit. Raising :class:`~rsocket_tx.core.errors.RejectedError`,
+    as the requester grants credit (plus one item ahead once the credit is used up, so that its
+    end completes the stream without more credit). Raising
+    :class:`~rsocket_tx.core.errors.RejectedError`,
     :class:`~rsocket_tx.core.errors.CanceledError` or :class:`~rsocket_tx.core.errors.InvalidError`
     sends that code; any other exception sends ERROR[APPLICATION_ERROR] with its message.
     An interaction that is not overridden answers ERROR[REJECTED] naming it.

@@ -6,6 +6,8 @@ REQUEST_N as the application consumes (spec §Flow Control, Reactive Streams sem
 
 :class:`OutboundPump` pulls a sync or async iterable only while the peer has granted credit and
 the transport is not paused (Twisted producer/consumer), and turns its end into COMPLETE or ERROR.
+Those need no credit (spec §Flow Control): once the credit is used up the pump pulls one item
+ahead and holds it, so a source that ends there completes without waiting for more REQUEST_N.
 """
 
 from __future__ import annotations
@@ -321,12 +323,23 @@ class OutboundPump:
     :param source: an iterable, async iterable, or a Deferred/coroutine of one. An async
         iterator may also have ``ready(n) -> list[Payload]``, returning up to ``n`` items that
         are available now (an empty list when none is): the pump then sends those in batches,
-        as for a plain iterable, and awaits ``__anext__`` only when nothing is ready. This is
-        for sources fed from another thread in chunks (e.g. a Spark task's rows).
+        as for a plain iterable, and awaits ``__anext__`` only when nothing is ready or the
+        credit is used up. This is for sources fed from another thread in chunks (e.g. a Spark
+        task's rows); its end is told by ``__anext__`` raising ``StopAsyncIteration``.
+
+    Completion and errors need no credit (spec §Flow Control; Reactive Streams allows
+    onComplete without demand). So when the item that uses the last credit has been sent, the
+    pump pulls ONE item ahead (``next()``, or one ``__anext__`` awaited without credit): if the
+    source is over (``StopIteration`` / ``StopAsyncIteration``) COMPLETE goes out at once, if
+    it raises ERROR does; otherwise the item is held and sent first when REQUEST_N arrives. A
+    generator is therefore advanced at most one item beyond the requested count (a channel
+    requester's outbound source: one item before the responder's first REQUEST_N). A CANCEL
+    (or an error) drops the held item unsent and closes the source (``close()`` /
+    ``aclose()``). The look-ahead happens only when the credit reaches 0, never per item.
     """
 
     __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_batching", "_stopped",
-                 "_busy", "_scheduled", "_source_d", "_pending", "_in_pull")
+                 "_busy", "_scheduled", "_source_d", "_pending", "_in_pull", "_held", "_ahead")
 
     def __init__(self, protocol: RSocketProtocol, stream_id: int, source) -> None:
         self._protocol = protocol
@@ -340,6 +353,9 @@ class OutboundPump:
         self._source_d: Deferred | None = None
         self._pending: Deferred | None = None  # the outstanding async __anext__
         self._in_pull = False
+        #: the item pulled beyond the credit (see the class docstring), or _NOTHING
+        self._held = _NOTHING
+        self._ahead = False  # the outstanding __anext__ was issued without credit
         if isinstance(source, Deferred) or inspect.isawaitable(source):
             d = source if isinstance(source, Deferred) else ensureDeferred(source)
             self._source_d = d
@@ -381,6 +397,7 @@ class OutboundPump:
         if self._stopped:
             return
         self._stopped = True
+        self._held = _NOTHING  # a held look-ahead item is dropped unsent
         if self._scheduled is not None and self._scheduled.active():
             self._scheduled.cancel()
         self._scheduled = None
@@ -410,9 +427,22 @@ class OutboundPump:
         proto = self._protocol
         conn = proto._conn
         sid = self.stream_id
+        credit = conn.credit(sid)
+        if credit <= 0:
+            # no credit: still find out whether the source is over (COMPLETE needs none)
+            if self._held is _NOTHING and not proto._paused:
+                self._look_ahead()
+            proto._flush()
+            return
+        if self._held is not _NOTHING:
+            if proto._paused:
+                return
+            held, self._held = self._held, _NOTHING
+            if not self._send(held):
+                return
+            credit -= 1
         it = self._iter
         send = conn.send_payload
-        credit = conn.credit(sid)
         batch = credit if credit < _SYNC_BATCH else _SYNC_BATCH
         sent_bytes = 0
         for _ in range(batch):
@@ -437,11 +467,23 @@ class OutboundPump:
                 if self._stopped:
                     return
         else:
-            if batch == _SYNC_BATCH and credit > batch and not self._stopped:
+            if credit > batch:
                 # batch used up with credit left: let other streams and I/O run, then go on
-                if self._scheduled is None:
+                if self._scheduled is None and not self._stopped:
                     self._scheduled = proto._reactor.callLater(0, self._continue)
+            elif not self._stopped and not proto._paused:
+                self._look_ahead()  # the credit is used up: is the source over?
         proto._flush()
+
+    def _look_ahead(self) -> None:
+        """Pull one item from a sync source without credit: end the stream if the source is
+        over (or raises), else hold the item until credit arrives."""
+        try:
+            self._held = next(self._iter)
+        except StopIteration:
+            self._finish()
+        except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
+            self._fail(exc)
 
     def _continue(self) -> None:
         self._scheduled = None
@@ -459,7 +501,7 @@ class OutboundPump:
                 return False
             credit = conn.credit(sid)
             if credit <= 0:
-                return False
+                return True  # the caller's __anext__ looks one item ahead (the end?)
             try:
                 items = ready(credit if credit < _SYNC_BATCH else _SYNC_BATCH)
             except Exception as exc:  # noqa: BLE001 - becomes an ERROR on the stream
@@ -479,14 +521,23 @@ class OutboundPump:
         if self._in_pull:
             return
         proto = self._protocol
+        conn = proto._conn
+        sid = self.stream_id
         self._in_pull = True
         try:
+            if self._held is not _NOTHING:
+                if proto._paused or conn.credit(sid) <= 0:
+                    return
+                held, self._held = self._held, _NOTHING
+                if not self._send(held):
+                    return
             if self._batching and not self._pull_ready():
                 return
             for _ in range(_SYNC_BATCH):
-                if self._stopped or self._busy or proto._paused or \
-                        proto._conn.credit(self.stream_id) <= 0:
+                if self._stopped or self._busy or proto._paused or self._held is not _NOTHING:
                     return
+                # without credit this __anext__ looks one item ahead: held if one comes
+                self._ahead = conn.credit(sid) <= 0
                 self._busy = True
                 try:
                     d = ensureDeferred(_anext(self._iter))
@@ -510,6 +561,11 @@ class OutboundPump:
         if item is _END:
             self._finish()
             return
+        if self._ahead:
+            self._ahead = False
+            if self._protocol._conn.credit(self.stream_id) <= 0:
+                self._held = item  # sent when REQUEST_N arrives (resume)
+                return
         if self._send(item) and not self._in_pull:
             self._protocol._flush()
             self.resume()
@@ -532,6 +588,7 @@ class OutboundPump:
         if self._stopped:
             return
         self._stopped = True
+        self._held = _NOTHING
         self._iter = None
         self._protocol._pump_complete(self)
 
@@ -539,11 +596,14 @@ class OutboundPump:
         if self._stopped:
             return
         self._stopped = True
+        self._held = _NOTHING
         self._iter = None
         self._protocol._pump_failed(self, to_rsocket_error(exc))
 
 
 _END = object()
+#: OutboundPump._held when no look-ahead item is held (None could be a (bad) item)
+_NOTHING = object()
 
 
 async def _anext(it):

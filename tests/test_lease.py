@@ -280,8 +280,9 @@ def test_when_available_fails_when_the_connection_closes():
     pair.rsocket.close()
     pair.pump.flush()
     assert len(failures) == 1
-    assert pair.client.lease.when_available().called  # fails at once from now on
-    pair.client.lease.when_available().addErrback(lambda f: None)
+    later = []
+    pair.client.lease.when_available().addErrback(later.append)
+    assert len(later) == 1 and later[0].check(ConnectionLostError)  # fails at once from now on
 
 
 def test_when_available_can_be_cancelled():
@@ -422,6 +423,8 @@ def test_the_policy_is_called_with_stats_and_its_grants_arrive():
     assert pair.client.lease.received == Lease(2_000, 3, b"meta")
 
 
+@pytest.mark.logs_failure("the policy's exception is logged (and the connection stays)",
+                          match="the lease policy .* failed")
 def test_a_failing_policy_is_logged_and_asked_again():
     class Flaky(LeasePolicy):
         interval = 1_000
@@ -511,6 +514,49 @@ def test_ready_fails_when_no_lease_arrives_within_max_lifetime():
     assert failures and failures[0].check(LeaseError)
     assert failures[0].value.reason == NO_LEASE
     assert "60000 ms" in failures[0].value.message
+
+
+class Pending(Counting):
+    """A responder whose request-response never answers; ``cancelled`` counts the answers
+    cancelled (the connection closed under them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = 0
+
+    def request_response(self, payload):
+        self.served.append(payload.data)
+
+        def cancelled(d):
+            self.cancelled += 1
+
+        return Deferred(cancelled)
+
+
+def test_no_lease_within_max_lifetime_closes_the_connection_with_its_cleanup():
+    """Regression: when the max lifetime passed without a LEASE, the first-lease Deferred was
+    failed twice (by the no-lease timer, then by the connection-closed handler, which raised
+    AlreadyCalledError and skipped the rest of the close): the client's pending answers were
+    not cancelled, the server's pending request never failed and the connection stayed."""
+    pair = Pair(Recording(None), client_responder=Pending())  # the server grants nothing
+    ready = pair.client._ready()
+    failures = []
+    ready.addErrback(failures.append)
+    # the client grants the server leases: the server's request waits for the client's answer
+    pending = pair.server.rsocket.request_response(Payload(b"q"))
+    pair.pump.flush()
+    assert pair.client_responder.served == [b"q"] and not pending.called
+    closed = pair.client.when_closed()
+    pair.advance(59.999)
+    assert failures == [] and not closed.called
+    pair.advance(0.001)
+    assert failures and failures[0].value.reason == NO_LEASE
+    assert pair.client_responder.cancelled == 1  # the client's pending answer was cancelled
+    assert pair.client._handlers == {} and pair.client._ended
+    assert closed.called  # the transport is gone: the session ended
+    server_failure = []
+    pending.addErrback(server_failure.append)
+    assert server_failure and server_failure[0].check(ConnectionLostError)  # failed, not hung
 
 
 @pytest_twisted.ensureDeferred
@@ -658,9 +704,11 @@ def test_a_resumed_session_restarts_leases_both_ways():
         assert d.result == Payload(data)
     with pytest.raises(LeaseError):
         rs.request_response(Payload(b"3"))
-    server.rsocket.request_response(Payload(b"s"))
+    refused = []
+    server.rsocket.request_response(Payload(b"s")).addErrback(refused.append)
     net.flush()
     assert server.lease.available() == 0
+    assert refused[0].check(RejectedError)  # the client's responder serves no requests
     net.cut()
     net.advance(0.2)
     assert rs.resumes == 1

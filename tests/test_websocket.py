@@ -19,7 +19,9 @@ from twisted.internet.endpoints import (
     wrapClientTLS,
 )
 from twisted.internet.interfaces import IStreamClientEndpoint
-from twisted.web.client import Agent, readBody
+from twisted.internet.protocol import Protocol
+from twisted.web.client import Agent, ResponseDone
+from twisted.web.http import PotentialDataLoss
 from twisted_support import EchoResponder, PauseRecordingResponder, wait
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
@@ -434,10 +436,33 @@ async def test_garbage_binary_message_gets_connection_error(ws):
 # --------------------------------------------------------------------- static page, handshake
 
 
+class _Body(Protocol):
+    """Collects a response body: ``done`` fires with its bytes when it ends (a body without a
+    length ends with PotentialDataLoss), fails with any other reason.  (Twisted's
+    ``readBody`` warns, DeprecationWarning, for every Agent response: its transport has no
+    ``abortConnection``.)"""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.done = defer.Deferred()
+
+    def dataReceived(self, data: bytes) -> None:
+        self.parts.append(data)
+
+    def connectionLost(self, reason) -> None:
+        if reason.check(ResponseDone, PotentialDataLoss):
+            self.done.callback(b"".join(self.parts))
+        else:
+            self.done.errback(reason)
+
+
 async def http_get(port: int, path: str):
+    """``(status code, body bytes)`` of ``GET http://127.0.0.1:port/path``."""
     response = await wait(Agent(reactor).request(
         b"GET", f"http://127.0.0.1:{port}{path}".encode()))
-    return response.code, await wait(readBody(response))
+    body = _Body()
+    response.deliverBody(body)
+    return response.code, await wait(body.done)
 
 
 @aio

@@ -142,17 +142,22 @@ class Harness:
         self.server_protocols: list = []
 
     def _track(self, proto) -> None:
-        lost = defer.Deferred()
-        original = proto.connectionLost
+        """Remember ``proto`` for :meth:`cleanup`; give it a ``lost`` Deferred (fired once,
+        with None, when its connection is lost) unless it has its own (a
+        :class:`RawClient`)."""
+        lost = getattr(proto, "lost", None)
+        if not isinstance(lost, defer.Deferred):
+            lost = defer.Deferred()
+            original = proto.connectionLost
 
-        def connectionLost(reason=None):
-            try:
-                original(reason)
-            finally:
-                lost.callback(None)
+            def connectionLost(reason=None):
+                try:
+                    original(reason)
+                finally:
+                    lost.callback(None)
 
-        proto.connectionLost = connectionLost
-        proto.lost = lost
+            proto.connectionLost = connectionLost
+            proto.lost = lost
         self._lost.append((proto, lost))
 
     async def serve(self, responder_factory=EchoResponder, **kw) -> int:

@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_MAX_RESUME_BUFFER_SIZE",
     "DEFAULT_MAX_RESUME_SESSIONS",
     "DEFAULT_MAX_SEND_BUFFER_SIZE",
+    "DEFAULT_OUTBOUND_FRAME_LIMIT",
     "DEFAULT_RECONNECT_INITIAL_DELAY",
     "DEFAULT_RECONNECT_MAX_DELAY",
     "DEFAULT_RESUME_SESSION_TIMEOUT",
@@ -57,6 +58,14 @@ MIN_FRAGMENT_SIZE = 64  # bytes
 SUPPORTED_VERSIONS = frozenset({(1, 0), (0, 2)})
 
 
+#: The largest frame we send when no fragment size is set, in bytes (without the length
+#: prefix): the 24-bit maximum (RSocket 1.0 Protocol §Framing) less 3.  rsocket-java 1.1, the
+#: reference implementation, reads TCP frames with Netty's length-field decoder, whose
+#: 16,777,215-byte limit counts the 3-byte length prefix too: it silently drops a larger
+#: frame.  Sending at most this keeps every peer reading what we send.
+DEFAULT_OUTBOUND_FRAME_LIMIT = MAX_FRAME_LENGTH - 3
+
+
 @dataclass(slots=True, kw_only=True)
 class ConnectionConfig:
     """Settings of one :class:`~rsocket_tx.core.connection.RSocketConnection`.
@@ -68,8 +77,9 @@ class ConnectionConfig:
         SETUP. Must be in [1, 2^31-1].
     :param fragment_size: the largest frame we send, in bytes, counting the RSocket frame header
         and excluding the 3-byte length prefix of TCP; larger payloads are fragmented (spec
-        §Fragmentation And Reassembly). ``None``: fragment only what would not fit a frame at
-        all (16,777,215 bytes). At least 64.
+        §Fragmentation And Reassembly). ``None``: fragment only what would not fit a frame
+        that every peer reads (:data:`DEFAULT_OUTBOUND_FRAME_LIMIT`, 16,777,212 bytes). At
+        least 64.
     :param max_frame_size: the largest inbound frame accepted, in bytes (excluding the length
         prefix); a larger one is a CONNECTION_ERROR. At most and by default 16,777,215.
     :param max_reassembled_size: the largest payload (data + metadata bytes) reassembled from
@@ -171,8 +181,9 @@ class ConnectionConfig:
 
     @property
     def outbound_frame_limit(self) -> int:
-        """The largest frame we send, in bytes (fragment size, or the 24-bit maximum)."""
-        return self.fragment_size or MAX_FRAME_LENGTH
+        """The largest frame we send, in bytes (fragment size, or
+        :data:`DEFAULT_OUTBOUND_FRAME_LIMIT`)."""
+        return self.fragment_size or DEFAULT_OUTBOUND_FRAME_LIMIT
 
 
 def check_drain_timeout(value: object) -> None:

@@ -16,7 +16,6 @@ as ``twistd -n rsocket`` in a subprocess.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import peers
 import pytest
+from logcheck import LogCapture, at_least_warn, check
 from responders import EVENT_MARKER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,26 +75,24 @@ def routing_peers_installed():
     _fail_unless_installed(peers.ensure_routing_installed)
 
 
+@pytest.fixture(scope="session")
+def java_reliability_installed():
+    """Fail (not skip) the tests using it when the rsocket-java reliability jar
+    (``peers/java-reliability``) was not built (:func:`resume_peers.ensure_java_installed`)."""
+    import resume_peers
+
+    _fail_unless_installed(resume_peers.ensure_java_installed)
+
+
 @pytest.fixture
 def no_logged_errors():
     """Fail a test during which the in-process side (our library) logged a warning, an error
-    or an unhandled failure (twisted.logger), e.g. an unhandled error in a Deferred.  For the
+    or an unhandled failure (twisted.logger), e.g. an unhandled error in a Deferred: stricter
+    than the autouse ``no_logged_failures`` of tests/conftest.py (:mod:`logcheck`).  For the
     modules that run our library in-process: ``pytest.mark.usefixtures("no_logged_errors")``."""
-    from twisted.logger import LogLevel, formatEvent, globalLogPublisher
-
-    seen: list[str] = []
-
-    def observer(event: dict) -> None:
-        level = event.get("log_level")
-        if "log_failure" in event or (level is not None and level >= LogLevel.warn):
-            failure = event.get("log_failure")
-            seen.append(formatEvent(event) + (f"\n{failure.getTraceback()}" if failure else ""))
-
-    globalLogPublisher.addObserver(observer)
+    capture = LogCapture(at_least_warn).start()
     yield
-    gc.collect()  # unhandled errors in Deferreds are logged when they are collected
-    globalLogPublisher.removeObserver(observer)
-    assert not seen, "logged during the test:\n" + "\n".join(seen)
+    check(capture.stop())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,6 +294,14 @@ class OurServer:
 
 
 @pytest.fixture(scope="session")
+def rsocket_tx_cli() -> str:
+    """Path of our ``rsocket-tx`` console script in the running environment (the venv)."""
+    script = Path(sys.executable).parent / "rsocket-tx"
+    assert script.exists(), f"{script} missing: install the project (make venv)"
+    return str(script)
+
+
+@pytest.fixture(scope="session")
 def our_server_class():
     """:class:`OurServer`, for the test modules' own servers (they cannot ``import conftest``:
     several conftest files share that module name)."""
@@ -333,20 +339,40 @@ def demo_server():
 # Peer servers
 # ---------------------------------------------------------------------------------------------
 
+#: seconds a session-wide peer server lives at most (it also stops when pytest exits: stdin EOF)
+SESSION_SERVER_LIFETIME = 4 * 3600
+
+
+@pytest.fixture(scope="session")
+def session_peer_servers():
+    """The JVM peers' demo servers, kept for the whole session by :func:`peer_server` (JVM
+    startup is slow: one JVM per peer, transport and option set, not one per module); all
+    stopped at the end of the session."""
+    started: dict = {}
+    yield started
+    for server in started.values():
+        server.stop()
+
+
 @pytest.fixture(scope="module")
-def peer_server():
+def peer_server(session_peer_servers):
     """``await peer_server(peer, transport="tcp", **options)``: that peer's demo server on
     ``transport`` started with ``options`` (see :func:`peers.start_server`), once per module per
-    transport and option set, all stopped at the end of the module.  Returns a Deferred (the
-    start runs in a thread: the reactor never blocks).
+    transport and option set, all stopped at the end of the module; a JVM peer's server
+    (``runtime == "jvm"``) once per session instead (:func:`session_peer_servers`).  Returns a
+    Deferred (the start runs in a thread: the reactor never blocks).
     """
     from twisted.internet.defer import succeed
 
-    started: dict = {}
+    module_servers: dict = {}
 
     def get(peer: str, transport: str = "tcp", **options):
         options["transport"] = transport
         key = (peer, tuple(sorted(options.items())))
+        started = module_servers
+        if peers.PEERS[peer].runtime == "jvm":
+            started = session_peer_servers
+            options["lifetime"] = SESSION_SERVER_LIFETIME
         server = started.get(key)
         if server is not None:
             if server.process.poll() is not None:
@@ -362,5 +388,33 @@ def peer_server():
         return d.addCallback(keep)
 
     yield get
-    for server in started.values():
+    for server in module_servers.values():
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The Spring Boot peer (spring_peer.py): one server JVM and one client JVM per session
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def spring_server():
+    """The Spring Boot RSocket server (:func:`spring_peer.start_server`), TCP and WebSocket,
+    started once per session; fails (not skips) when its jar was not built."""
+    import spring_peer
+
+    _fail_unless_installed(spring_peer.ensure_installed)
+    server = spring_peer.start_server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def spring_client():
+    """The Spring ``RSocketRequester`` daemon (:func:`spring_peer.start_client`), started once
+    per session; fails (not skips) when its jar was not built."""
+    import spring_peer
+
+    _fail_unless_installed(spring_peer.ensure_installed)
+    client = spring_peer.start_client()
+    yield client
+    client.stop()

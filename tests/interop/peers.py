@@ -8,6 +8,13 @@ peer                     runtime programs
 rsocket-py               python  ``peers/py/server.py``, ``peers/py/client.py`` (rsocket 0.4.20)
 rsocket-js-1.0.0-alpha.3 node    ``peers/js-1.0.0-alpha.3/{server,client}.js``
 rsocket-js-0.0.27        node    ``peers/js-0.0.27/{server,client}.js``
+rsocket-go-0.8.12        exec    ``peers/go/bin/{server,client}`` (Go module rsocket-go
+                                 v0.8.12, built by ``peers/go/install.sh``)
+rsocket-java-1.1.5       jvm     ``peers/java`` (``target/rsocket-java-peer.jar``: main classes
+                                 ``rsocket_tx.interop.Server``, ``Client``, ``ClientDaemon``)
+rsocket-rust-0.7.5       exec    ``peers/rust/target/release/{server,client}`` (crates
+                                 rsocket_rust 0.7.5 + transports 0.7.4, built by
+                                 ``peers/rust/install.sh``)
 ======================== ======= ==================================================
 
 Every program speaks TCP and WebSocket (``transport=``: ``tcp``, ``ws``, and for rsocket-py
@@ -43,7 +50,10 @@ Client results
 * exit code 1, the peer sent ERROR: ``{"error": {"code": int, "message": str}}``
   (+ ``"payloads"`` received before it, for streams)
 
-Exit code 3 raises :class:`PeerUnsupported`, 2/other raise :class:`PeerFailure`.
+Exit code 3 raises :class:`PeerUnsupported`, 2/other raise :class:`PeerFailure`.  A peer
+with a client daemon (:attr:`Peer.client_daemon`: rsocket-java, whose JVM is slow to start)
+runs every client interaction of a pytest process through ONE daemon process
+(:class:`_ClientDaemon`), with the same results and errors.
 
 Server events (``PeerServer.next_event`` / ``wait_event``), one JSON object per line:
 ``setup``, ``request`` (``interaction`` + payload), ``request_n`` (``interaction``, ``n``,
@@ -60,7 +70,9 @@ Twisted tests must not block the reactor while our in-process endpoint has to an
 
 from __future__ import annotations
 
+import atexit
 import base64
+import collections
 import hashlib
 import json
 import os
@@ -153,12 +165,18 @@ class Peer:
     #: "jvm" runtime: the jar (relative to ``directory``) that holds the main classes and their
     #: dependencies, built by the folder's ``install.sh``
     jar: str = ""
+    #: "jvm" runtime: options given to :data:`JAVA` before ``-cp`` (GC, stack size, JIT level)
+    jvm_options: tuple[str, ...] = ()
+    #: main class (same jar) of a client DAEMON: when set, :func:`run_client` sends the client
+    #: program's arguments to ONE long-running daemon process per pytest process instead of
+    #: starting a program per run (JVM startup; see :class:`_ClientDaemon`)
+    client_daemon: str = ""
 
     def _argv(self, script: str) -> list[str]:
         if self.runtime == "exec":
             return [str(self.directory / script)]
         if self.runtime == "jvm":
-            return [JAVA, "-cp", str(self.directory / self.jar), script]
+            return [JAVA, *self.jvm_options, "-cp", str(self.directory / self.jar), script]
         executable = PYTHON if self.runtime == "python" else NODE
         return [executable, str(self.directory / script)]
 
@@ -205,9 +223,16 @@ class Peer:
     def client_command(self, port: int, interaction: str, *, transport: str = "tcp",
                        path: str = WS_PATH, **options) -> list[str]:
         """argv of the client program (see :func:`run_client` for the options)."""
+        return self._argv(self.client_script) + self.client_args(
+            port, interaction, transport=transport, path=path, **options)
+
+    def client_args(self, port: int, interaction: str, *, transport: str = "tcp",
+                    path: str = WS_PATH, **options) -> list[str]:
+        """The client program's arguments (:meth:`client_command` without the executable):
+        what a :attr:`client_daemon` is sent."""
         if interaction not in INTERACTIONS:
             raise ValueError(f"unknown interaction {interaction!r}; one of {INTERACTIONS}")
-        argv = self._argv(self.client_script) + [interaction, "--port", str(port)]
+        argv = [interaction, "--port", str(port)]
         argv += self.transport_args(transport, path)
         for name, value in options.items():
             if value is None or value is False:
@@ -263,6 +288,33 @@ PEERS: dict[str, Peer] = {
                       ("rsocket-tcp-client", "0.0.27"), ("rsocket-flowable", "0.0.27"),
                       ("rsocket-websocket-server", "0.0.27"),
                       ("rsocket-websocket-client", "0.0.27"), ("ws", "8.23.0")),
+    ),
+    "rsocket-java-1.1.5": Peer(
+        name="rsocket-java-1.1.5",
+        runtime="jvm",
+        directory=PEERS_DIR / "java",
+        jar="target/rsocket-java-peer.jar",
+        server_script="rsocket_tx.interop.Server",
+        client_script="rsocket_tx.interop.Client",
+        client_daemon="rsocket_tx.interop.ClientDaemon",
+        jvm_options=("-XX:+UseSerialGC", "-Xss512k", "-XX:TieredStopAtLevel=1", "-Xmx768m"),
+        default_completion="frame",
+    ),
+    "rsocket-go-0.8.12": Peer(
+        name="rsocket-go-0.8.12",
+        runtime="exec",
+        directory=PEERS_DIR / "go",
+        server_script="bin/server",
+        client_script="bin/client",
+        default_completion="frame",
+    ),
+    "rsocket-rust-0.7.5": Peer(
+        name="rsocket-rust-0.7.5",
+        runtime="exec",
+        directory=PEERS_DIR / "rust",
+        server_script="target/release/server",
+        client_script="target/release/client",
+        default_completion="frame",
     ),
 }
 
@@ -333,6 +385,13 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "server:survives-split-setup": (True, ""),
         "server:setup-details": (True, "setup event has version, keepalive, lifetime, MIME "
                                        "types, lease/resume flags and the payload"),
+        "server:reject-setup": (True, "an exception from on_setup is sent as "
+                                      "ERROR[REJECTED_SETUP] with its text"),
+        "client:report-setup-rejection": (True, "the ERROR on stream 0 reaches only the "
+                                                "handler's on_error; the pending request then "
+                                                "fails with CONNECTION_ERROR and no message "
+                                                "(TCP) or never (WebSocket): the client program "
+                                                "reports the on_error"),
     },
     _JS1: {
         "client:request-response": (True, "a PAYLOAD[C] without N gives payload None"),
@@ -382,6 +441,11 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
                                                "less than a complete SETUP frame"),
         "server:setup-details": (True, "setup event has keepalive, lifetime, MIME types, "
                                        "flags and the payload (no version)"),
+        "server:reject-setup": (True, "an exception from acceptor.accept is sent as "
+                                      "ERROR[REJECTED_SETUP] with its message"),
+        "client:report-setup-rejection": (True, "pending requests fail first with a plain "
+                                                "Error('Closed. Original cause [...]'), then "
+                                                "onClose gets RSocketError(code, message)"),
     },
     _JS0: {
         "client:request-response": (True, "a PAYLOAD[C] without N never resolves its Single "
@@ -425,9 +489,299 @@ CAPABILITIES: dict[str, dict[str, tuple[bool, str]]] = {
         "server:survives-split-setup": (True, ""),
         "server:setup-details": (False, "rsocket-js 0.0.27 hands only the SETUP payload to the "
                                         "application: setup event has data/metadata only"),
+        "server:reject-setup": (True, "an exception from getRequestHandler is sent as "
+                                      "ERROR[REJECTED_SETUP] 'Application rejected setup, "
+                                      "reason: <message>' (see SETUP_REJECTION_PREFIX)"),
+        "client:report-setup-rejection": (True, "the pending request fails with the ERROR's "
+                                                "code and message"),
     },
 }
 
+
+# rsocket-go 0.8.12 (Go module github.com/rsocket/rsocket-go, peers/go): what it does on the
+# wire, seen against rsocket_tx (our server's --debug frame log) and the other peers
+# (peers/go/README.md).
+_GO = "rsocket-go-0.8.12"
+_GO_SEPARATE_C = ("rsocket-go completes every stream and channel it sends with a separate "
+                  "PAYLOAD[C] (its subscribers' OnComplete); nothing in its API puts C on a "
+                  "PAYLOAD with N or on REQUEST_CHANNEL")
+_GO_EMPTY_METADATA = ("rsocket-go sets M only for non-empty metadata (payload.New reports "
+                      "empty metadata as absent)")
+CAPABILITIES[_GO] = {
+    "client:request-response": (True, "a PAYLOAD[C] without N resolves the Mono with an "
+                                      "empty payload (data b'', no metadata; seen with a raw "
+                                      "server)"),
+    "client:fire-and-forget": (True, ""),
+    "client:metadata-push": (True, "METADATA_PUSH with the M flag set"),
+    "client:request-stream": (True, "cancel sends CANCEL"),
+    "client:request-channel": (True, "REQUEST_CHANNEL carries the N flag; see "
+                                      "client:cancel-channel"),
+    "client:fragment": (True, "Fragment(mtu) N: every frame is at most N bytes without the "
+                              "3-byte length prefix (header 6, request n 4, metadata length "
+                              "3 counted); 10 <= N <= 2^24-4"),
+    "client:completion-flag": (False, _GO_SEPARATE_C),
+    "client:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "client:empty-metadata": (False, _GO_EMPTY_METADATA),
+    "client:receive-empty-metadata": (True, "a PAYLOAD with M and a 0-length metadata is "
+                                            "reported as empty metadata, without M as none "
+                                            "(seen with a raw server)"),
+    "client:setup-payload": (True, "SETUP in one write"),
+    "client:setup-single-write": (True, ""),
+    "client:reassemble": (True, ""),
+    "client:fragment-channel-payloads": (True, "consecutive channel PAYLOADs are fragmented "
+                                               "one after the other"),
+    "server:request-response": (True, "response is PAYLOAD[N|C]"),
+    "server:fire-and-forget": (True, "fnf event"),
+    "server:metadata-push": (True, "metadata_push event"),
+    "server:metadata-push-without-m-flag": (True, "METADATA_PUSH metadata is the frame body "
+                                                  "whatever the M flag"),
+    "server:keeps-connection-after-metadata-push": (True, ""),
+    "server:request-stream": (True, ""),
+    "server:request-channel": (True, "see server:survives-channel-error"),
+    "server:channel-initial-complete": (False, "rsocket-go ignores C on REQUEST_CHANNEL "
+                                               "(respondRequestChannel only hands the payload "
+                                               "on): the echo channel never completes"),
+    "server:fragment": (False, "rsocket-go puts the C (and N) of a fragmented "
+                               "request-response reply on its FIRST fragment (PAYLOAD[M,F,C,N], "
+                               "then PAYLOAD[F,N]..., PAYLOAD[N]): rsocket-py reassembles it, "
+                               "but rsocket_tx and both rsocket-js take the C as the end and "
+                               "deliver the first fragment alone (seen on the wire); stream and "
+                               "channel PAYLOADs (N only) are fragmented correctly"),
+    "server:fragment-stream-payloads": (True, "each PAYLOAD's fragments go out together, N on "
+                                              "every fragment"),
+    "server:echo-metadata": (True, "request-response and channel echo metadata"),
+    "server:echo-empty-metadata": (False, _GO_EMPTY_METADATA),
+    "server:completion-flag": (False, _GO_SEPARATE_C),
+    "server:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "server:reassemble": (True, ""),
+    "server:echo-empty-payload": (True, "PAYLOAD[N|C] with empty data"),
+    "server:survives-split-setup": (True, "length-prefixed reads"),
+    "server:setup-details": (True, "setup event has version, keepalive, lifetime, MIME "
+                                   "types, lease/resume flags and the payload"),
+    "client:cancel-channel": (False, "rsocket-go's channel requester sends no CANCEL when "
+                                     "its subscriber cancels (RequestChannel's DoFinally only "
+                                     "forgets the stream): the outbound side goes on to its "
+                                     "PAYLOAD[C], then the client closes the connection"),
+    "server:survives-channel-error": (False, "an ERROR from the requester on a channel crashes "
+                                             "the whole rsocket-go server process: "
+                                             "onFrameError has no case for a responder channel, "
+                                             "and the transport then formats its error from the "
+                                             "released frame ('panic: frame has been "
+                                             "released!')"),
+    "server:reject-setup": (True, "an error from the ServerAcceptor is sent as "
+                                  "ERROR[REJECTED_SETUP] with its text, then the connection "
+                                  "is closed"),
+    "client:report-setup-rejection": (True, "the ERROR on stream 0 becomes the socket's error: "
+                                            "the pending request fails with its code and "
+                                            "message when the connection closes"),
+}
+
+# rsocket-rust 0.7.5 (crates rsocket_rust 0.7.5, rsocket_rust_transport_tcp/websocket 0.7.4,
+# peers/rust): what it does on the wire, seen against rsocket_tx (our server's --debug frame
+# log, peers/frameproxy.py) and the other peers (peers/rust/README.md).
+_RUST = "rsocket-rust-0.7.5"
+_RUST_SEPARATE_C = ("rsocket-rust ends every stream and channel it sends with a separate "
+                    "PAYLOAD[C] (DuplexSocket sends it once the stream ends); nothing in its "
+                    "API puts C on a PAYLOAD with N or on REQUEST_CHANNEL")
+_RUST_FRAGMENT = ("fragment(N): each frame is N bytes without the 3-byte length prefix and "
+                  "without the 3-byte metadata length (header 6 + request n 4 + metadata + "
+                  "data); continuations are PAYLOAD[F] without N, the last one a PAYLOAD with "
+                  "no flag at all (N on the first and last fragments of a channel PAYLOAD), "
+                  "a response's first fragment carries C; minimum 64")
+_RUST_NO_REQUEST_N = ("rsocket-rust 0.7.5 has no flow control: its requester always sends "
+                      "initial request n 2147483647 and never REQUEST_N (no API for it)")
+CAPABILITIES[_RUST] = {
+    "client:request-response": (True, "a PAYLOAD[C] without N gives payload None"),
+    "client:fire-and-forget": (True, ""),
+    "client:metadata-push": (False, "rsocket-rust sends METADATA_PUSH on the next request "
+                                    "stream id (1, not 0) and without the M flag "
+                                    "(DuplexSocket::metadata_push takes self.seq.next()): "
+                                    "rsocket_tx, rsocket-py and both rsocket-js ignore a "
+                                    "METADATA_PUSH whose stream id is not 0 (only "
+                                    "rsocket-rust's own server takes it)"),
+    "client:request-stream": (True, "REQUEST_STREAM with initial request n 2147483647"),
+    "client:request-channel": (True, "REQUEST_CHANNEL with request n 2147483647 and the N bit "
+                                     "(0x20) set; every outbound payload is sent at once, "
+                                     "whatever credit the responder granted"),
+    "client:request-n": (False, _RUST_NO_REQUEST_N),
+    "client:fragment": (True, _RUST_FRAGMENT),
+    "client:completion-flag": (False, _RUST_SEPARATE_C),
+    "client:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "client:empty-metadata": (True, "an empty metadata is sent with M set and length 0"),
+    "client:receive-empty-metadata": (True, "M with a 0-length metadata gives Some(b'') "
+                                            "(unfragmented frames; reassembly turns it into "
+                                            "None)"),
+    "client:setup-payload": (True, "SETUP in one write"),
+    "client:setup-single-write": (True, ""),
+    "client:reassemble": (True, ""),
+    "client:fragment-channel-payloads": (True, "consecutive channel PAYLOADs are fragmented "
+                                               "one after the other"),
+    "client:cancel-channel": (True, "dropping the response stream sends CANCEL only when the "
+                                    "next PAYLOAD of the channel arrives (and again for each "
+                                    "later one); the program waits for it"),
+    "client:receive-max-frame": (True, "TCP: no length limit; WebSocket: tungstenite's limits "
+                                       "(16 MiB frames, 64 MiB messages)"),
+    "server:request-response": (True, "response is PAYLOAD[N|C]"),
+    "server:fire-and-forget": (True, "fnf event"),
+    "server:metadata-push": (True, "metadata_push event"),
+    "server:metadata-push-without-m-flag": (True, "METADATA_PUSH metadata is the frame body "
+                                                  "whatever the M flag"),
+    "server:keeps-connection-after-metadata-push": (True, ""),
+    "server:receive-max-frame": (True, "TCP: no length limit; WebSocket: tungstenite's limits "
+                                       "(16 MiB frames, 64 MiB messages)"),
+    "server:request-stream": (True, ""),
+    "server:request-channel": (True, ""),
+    "server:survives-channel-error": (True, "an ERROR from the requester ends the inbound "
+                                            "side with that error (channel_inbound_error)"),
+    "server:request-n": (False, "rsocket-rust 0.7.5 has no flow control: its responder "
+                                "ignores the initial request n and REQUEST_N (\"TODO: support "
+                                "RequestN\") and sends every item at once; its channel "
+                                "responder grants REQUEST_N 2147483647"),
+    "server:channel-initial-complete": (False, "rsocket-rust ignores C on REQUEST_CHANNEL "
+                                               "(on_request_channel registers the inbound "
+                                               "handler whatever the flags): the echo channel "
+                                               "never completes"),
+    "server:fragment": (True, _RUST_FRAGMENT),
+    "server:complete-on-last-fragment": (False, "rsocket-rust puts C (with N and F) on the "
+                                                "FIRST fragment of a fragmented "
+                                                "request-response answer too: PAYLOAD[M,F,C,N], "
+                                                "[M,F] or [F] ..., [C,N] (try_send_payload adds "
+                                                "F to the response flags on the first "
+                                                "fragment); a receiver that lets C end "
+                                                "reassembly (rsocket-java, rsocket-js, "
+                                                "rsocket_tx) keeps only the first fragment"),
+    "client:reassemble-past-complete": (True, "the Joiner collects every fragment while F is "
+                                              "set and takes the flags of the first"),
+    "server:fragment-stream-payloads": (False, "rsocket-rust's channel responder never "
+                                               "fragments (on_request_channel builds its "
+                                               "PAYLOADs without the splitter): a channel "
+                                               "PAYLOAD over the fragment size goes out whole "
+                                               "(stream PAYLOADs are fragmented one after the "
+                                               "other)"),
+    "server:echo-metadata": (True, "request-response and channel echo metadata"),
+    "server:echo-empty-metadata": (True, "an empty metadata is echoed with M set and length 0"),
+    "server:completion-flag": (False, _RUST_SEPARATE_C),
+    "server:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "server:reassemble": (True, ""),
+    "server:echo-empty-payload": (True, "PAYLOAD[N|C] with empty data"),
+    "server:survives-split-setup": (True, "length-prefixed reads (tokio-util codec)"),
+    "server:setup-details": (True, "setup event has version, keepalive, lifetime, MIME types, "
+                                   "lease/resume flags and the payload (the program's wire "
+                                   "tap sees the SETUP frame)"),
+    "server:reject-setup": (True, "an error from the acceptor is sent as ERROR[REJECTED_SETUP] "
+                                  "with its text; the connection stays open"),
+    "client:report-setup-rejection": (True, "rsocket-rust drops an ERROR on stream 0 "
+                                            "(on_error finds no handler) and the request "
+                                            "waits for ever: the client program reports the "
+                                            "ERROR its wire tap read"),
+}
+# rsocket-java 1.1.5 (Maven Central io.rsocket:rsocket-core + rsocket-transport-netty, the
+# reference implementation; peers/java): what it does on the wire, seen against rsocket_tx (our
+# server's --debug frame log), through peers/frameproxy.py and against the other peers
+# (peers/java/README.md).
+_JAVA = "rsocket-java-1.1.5"
+_JAVA_SEPARATE_C = ("rsocket-java ends every stream and channel it sends with a separate "
+                    "PAYLOAD[C] (Reactor onComplete after the last onNext); it never sets C on "
+                    "a PAYLOAD with N, and on REQUEST_CHANNEL only with leasing")
+_JAVA_FRAGMENT = ("fragment(mtu) N counts the whole frame with the 3-byte length prefix: "
+                  "frames of N - 3 bytes (header 6 + request n 4 on the first REQUEST_STREAM/"
+                  "CHANNEL fragment + metadata length 3 when it carries metadata + metadata + "
+                  "data); over WebSocket (no prefix) the frames are N - 3 bytes too; "
+                  "continuations are PAYLOAD[F,N] with M while they carry metadata, the last "
+                  "fragment of a response carries its C; minimum 64")
+_JAVA_EMPTY_METADATA = "M with a 0-length metadata, both ways (Payload.hasMetadata())"
+_JAVA_MAX_FRAME = ("over TCP rsocket-java reads frames of at most 16,777,212 bytes: its "
+                   "RSocketLengthCodec is a Netty LengthFieldBasedFrameDecoder whose maximum "
+                   "(16,777,215) counts the 3-byte length field too; a longer frame (up to the "
+                   "24-bit maximum 16,777,215 that rsocket_tx used to fragment at) is dropped "
+                   "without a word and the stream hangs (seen with a 17 MB fire-and-forget and "
+                   "request-response echo from rsocket_tx); rsocket_tx now sends frames of at "
+                   "most 16,777,212 bytes unless told otherwise "
+                   "(config.DEFAULT_OUTBOUND_FRAME_LIMIT), which it reads")
+CAPABILITIES[_JAVA] = {
+    "client:request-response": (True, "a PAYLOAD[C] without N completes the Mono empty: "
+                                      "payload None (source: RequestResponseRequesterMono."
+                                      "handleComplete)"),
+    "client:fire-and-forget": (True, ""),
+    "client:metadata-push": (True, "METADATA_PUSH with the M flag set"),
+    "client:request-stream": (True, ""),
+    "client:request-channel": (True, "the first outbound payload travels in REQUEST_CHANNEL; "
+                                     "the others follow the responder's REQUEST_N"),
+    "client:request-n": (True, "request(K) exactly: initial request n K, then REQUEST_N K "
+                               "after every K received"),
+    "client:fragment": (True, _JAVA_FRAGMENT),
+    "client:completion-flag": (False, _JAVA_SEPARATE_C),
+    "client:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "client:empty-metadata": (True, _JAVA_EMPTY_METADATA),
+    "client:receive-empty-metadata": (True, _JAVA_EMPTY_METADATA),
+    "client:setup-payload": (True, "SETUP in one write"),
+    "client:setup-single-write": (True, ""),
+    "client:reassemble": (True, ""),
+    "client:fragment-channel-payloads": (True, "consecutive channel PAYLOADs are fragmented "
+                                               "one after the other"),
+    "client:report-setup-rejection": (True, "the pending request fails with "
+                                            "RejectedSetupException: the ERROR's code and "
+                                            "message"),
+    "server:request-response": (True, "response is PAYLOAD[N|C]"),
+    "server:fire-and-forget": (True, "fnf event"),
+    "server:metadata-push": (True, "metadata_push event"),
+    "server:metadata-push-without-m-flag": (True, "METADATA_PUSH metadata is the frame body "
+                                                  "whatever the M flag (MetadataPushFrameCodec."
+                                                  "metadata; seen with rsocket-js 0.0.27)"),
+    "server:keeps-connection-after-metadata-push": (True, ""),
+    "server:request-stream": (True, ""),
+    "server:request-channel": (True, ""),
+    "server:request-n": (True, "the echo channel grants REQUEST_N K (request(K + 1) at "
+                               "first: rsocket-java counts the REQUEST_CHANNEL payload in the "
+                               "first request and sends REQUEST_N(n - 1))"),
+    "server:channel-initial-complete": (True, "C on REQUEST_CHANNEL completes the inbound "
+                                              "side"),
+    "server:fragment": (True, _JAVA_FRAGMENT),
+    "server:fragment-stream-payloads": (True, "each PAYLOAD's fragments go out together"),
+    "server:echo-metadata": (True, "request-response and channel echo metadata"),
+    "server:echo-empty-metadata": (True, _JAVA_EMPTY_METADATA),
+    "server:completion-flag": (False, _JAVA_SEPARATE_C),
+    "server:completion-frame": (True, "always: separate PAYLOAD[C]"),
+    "server:reassemble": (True, ""),
+    "server:echo-empty-payload": (True, "PAYLOAD[N|C] with empty data"),
+    "server:survives-split-setup": (True, "length-prefixed reads (Netty frame decoder)"),
+    "server:setup-details": (True, "setup event has version (from the program's frame spy), "
+                                   "keepalive, lifetime, MIME types, lease/resume flags and "
+                                   "the payload"),
+    "server:reject-setup": (True, "an error from the SocketAcceptor is sent as "
+                                  "ERROR[REJECTED_SETUP] with its message, then the "
+                                  "connection is closed"),
+    "client:receive-max-frame": (True, _JAVA_MAX_FRAME),
+    "server:receive-max-frame": (True, _JAVA_MAX_FRAME),
+}
+#: every other peer reads the largest frames rsocket_tx sends unasked (the beyond-max-frame-size
+#: tests: 16,777,212 bytes, config.DEFAULT_OUTBOUND_FRAME_LIMIT)
+for _table in CAPABILITIES.values():
+    _table.setdefault("client:receive-max-frame", (True, ""))
+    _table.setdefault("server:receive-max-frame", (True, ""))
+#: every other peer honours request n (the demo programs' --request-n)
+for _table in CAPABILITIES.values():
+    _table.setdefault("client:request-n", (True, ""))
+    _table.setdefault("server:request-n", (True, ""))
+#: a response whose FIRST fragment carries C (rsocket-rust's, "server:complete-on-last-
+#: fragment"): the rsocket-java and rsocket-js requesters stop reassembling there, as
+#: rsocket_tx does; rsocket-py, rsocket-go and rsocket-rust go on to the fragment without F
+#: (seen: selfcheck.py against the rsocket-rust server with --fragment 64 and 1000)
+_C_ENDS_REASSEMBLY = ("a fragment with C ends reassembly even when F is set: the first "
+                      "fragment of rsocket-rust's PAYLOAD[M,F,C,N] ... [C,N] is delivered alone "
+                      "(58 B of metadata, no data, with --fragment 64) and the rest is dropped")
+for _name in (_JS1, _JS0, _JAVA):
+    CAPABILITIES[_name]["client:reassemble-past-complete"] = (False, _C_ENDS_REASSEMBLY)
+CAPABILITIES[_GO]["server:complete-on-last-fragment"] = (False, "see server:fragment")
+for _table in CAPABILITIES.values():
+    _table.setdefault("server:complete-on-last-fragment", (True, ""))
+    _table.setdefault("client:reassemble-past-complete", (True, "F wins: reassembly goes on "
+                                                                "to the fragment without F"))
+#: every other peer's channel requester sends CANCEL when it cancels, and every other peer's
+#: channel responder survives an ERROR from the requester (both checked by the interop tests)
+for _table in CAPABILITIES.values():
+    _table.setdefault("client:cancel-channel", (True, "CANCEL"))
+    _table.setdefault("server:survives-channel-error", (True, ""))
 
 #: Capabilities that differ on a transport: ``(peer, transport) -> {capability: (supported,
 #: reason)}``, on top of :data:`CAPABILITIES` (which describes TCP).  Checked like the TCP
@@ -439,6 +793,19 @@ TRANSPORT_CAPABILITIES: dict[tuple[str, str], dict[str, tuple[bool, str]]] = {
     (_PY, "ws-websockets"): {"client:setup-single-write": (True, _WS_SETUP)},
     (_JS1, "ws"): {"server:survives-split-setup": (True, "over WebSocket a SETUP cannot be "
                                                          "split (one message per frame)")},
+    (_JAVA, "ws"): {
+        "client:receive-max-frame": (True, "WebSocket messages up to 16,777,215 bytes "
+                                           "(maxFramePayloadLength)"),
+        "server:receive-max-frame": (True, "WebSocket messages up to 16,777,215 bytes "
+                                           "(maxFramePayloadLength)"),
+    },
+}
+
+
+#: What a peer's demo server puts before the application's text in the ERROR[REJECTED_SETUP]
+#: message (peer -> prefix; none for the peers that send the text alone).
+SETUP_REJECTION_PREFIX: dict[str, str] = {
+    _JS0: "Application rejected setup, reason: ",
 }
 
 
@@ -829,11 +1196,15 @@ def run_client(peer: str, port: int, interaction: str, *, timeout: float | None 
     :raises PeerUnsupported: exit code 3.
     :raises PeerFailure: exit code 2, another code, no JSON, or timeout.
     """
-    argv = PEERS[peer].client_command(port, interaction, **options)
+    the_peer = PEERS[peer]
     if timeout is None:
         timeout = int(options.get("timeout") or 30) + 15
-    return _run_program(f"{peer} client {interaction}", argv, PEERS[peer].directory, timeout,
-                        peer=peer)
+    label = f"{peer} client {interaction}"
+    if the_peer.client_daemon:
+        args = the_peer.client_args(port, interaction, **options)
+        return _client_daemon(peer).run(args, label, timeout)
+    argv = the_peer.client_command(port, interaction, **options)
+    return _run_program(label, argv, the_peer.directory, timeout, peer=peer)
 
 
 def run_client_deferred(peer: str, port: int, interaction: str, **kwargs):
@@ -974,14 +1345,174 @@ def _run_program(label: str, argv: list[str], cwd: Path, timeout: float, *,
             result = json.loads(lines[-1])
         except ValueError:
             result = None
-    code = completed.returncode
+    return _client_outcome(label, argv, completed.returncode, result, stdout, stderr,
+                           peer or label)
+
+
+def _client_outcome(label: str, argv: list[str], code: int | None, result: dict | None,
+                    stdout: str, stderr: str, peer: str) -> dict:
+    """``result`` plus ``exit_code`` for exit codes 0 and 1.
+
+    :raises PeerUnsupported: exit code 3 (reason from ``result``).
+    :raises PeerFailure: any other code, or no JSON ``result``.
+    """
     if code == EXIT_UNSUPPORTED and result is not None:
-        raise PeerUnsupported(peer or label, result.get("unsupported", ""))
+        raise PeerUnsupported(peer, result.get("unsupported", ""))
     if code not in (EXIT_OK, EXIT_RSOCKET_ERROR) or result is None:
         raise PeerFailure(f"{label} exited with {code}: {argv}\nstdout:\n{stdout}\n"
                           f"stderr:\n{stderr}")
     result["exit_code"] = code
     return result
+
+
+#: seconds a client daemon may take to start (JVM startup on a loaded machine)
+DAEMON_STARTUP_TIMEOUT = 60.0
+
+
+class _ClientDaemon:
+    """ONE running client daemon of a peer (:attr:`Peer.client_daemon`): every
+    :func:`run_client` of that peer in this process goes through it, one run at a time.
+
+    Protocol: the daemon prints ``{"ready": true, ...}`` once started, then answers each stdin
+    line (a JSON array: the client program's arguments, :meth:`Peer.client_args`) with one
+    JSON line, the client's result plus ``"exit_code"`` (what the program would exit with).
+    Started on first use, started again when it has died; a run that times out kills it (its
+    late answer must not be taken for the next run's).  :func:`stop_client_daemons` (at exit)
+    closes its stdin, which ends it.
+    """
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._lines: queue.Queue = queue.Queue()
+        #: the last stderr lines, for error messages, and how many there were in all
+        self._stderr: collections.deque = collections.deque(maxlen=200)
+        self._stderr_count = 0
+
+    @staticmethod
+    def _pump(stream, sink) -> None:
+        for raw in iter(stream.readline, b""):
+            sink(raw.decode("utf-8", "replace").rstrip("\n"))
+        sink(None)  # EOF marker
+
+    def _start(self) -> None:
+        argv = self.peer._argv(self.peer.client_daemon)
+        self._lines = lines = queue.Queue()
+        self._stderr.clear()
+        self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, cwd=self.peer.directory)
+        for stream, sink in ((self._process.stdout, lines.put),
+                             (self._process.stderr, self._stderr_line)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        ready = self._next_result(time.monotonic() + DAEMON_STARTUP_TIMEOUT, "start")
+        if not ready.get("ready"):
+            self._kill()
+            raise PeerFailure(f"{self.peer.name} client daemon: unexpected first line {ready}")
+
+    def _next_result(self, deadline: float, what: str) -> dict:
+        """The next JSON line of the daemon (other lines are skipped).
+
+        :raises PeerFailure: EOF (the daemon died) or ``deadline`` passed (the daemon is
+            killed).
+        """
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._kill()
+                raise PeerFailure(f"{self.peer.name} client daemon: no answer to {what} in "
+                                  f"time\nstderr:\n{self.stderr}") from None
+            if line is None:
+                code = self._process.wait(timeout=10)
+                raise PeerFailure(f"{self.peer.name} client daemon exited with {code} during "
+                                  f"{what}\nstderr:\n{self.stderr}")
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue
+
+    def _stderr_line(self, line: str | None) -> None:
+        if line is not None:
+            self._stderr.append(line)
+            self._stderr_count += 1
+
+    @property
+    def stderr(self) -> str:
+        """The daemon's last 60 stderr lines."""
+        return "\n".join(list(self._stderr)[-60:])
+
+    def _stderr_since(self, mark: int) -> str:
+        """The stderr lines written since ``_stderr_count`` was ``mark`` (as many as kept)."""
+        new = min(self._stderr_count - mark, len(self._stderr))
+        return "\n".join(list(self._stderr)[len(self._stderr) - new:]) if new > 0 else ""
+
+    def run(self, args: list[str], label: str, timeout: float) -> dict:
+        """Run the client with ``args``; like :func:`_run_program` (same result, same errors;
+        ``timeout`` seconds for the answer)."""
+        argv = self.peer._argv(self.peer.client_script) + args  # the same run, standalone
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start()
+            mark = self._stderr_count
+            try:
+                self._process.stdin.write((json.dumps(args) + "\n").encode("utf-8"))
+                self._process.stdin.flush()
+            except OSError as exc:
+                raise PeerFailure(f"{label}: client daemon gone ({exc}): {argv}\nstderr:\n"
+                                  f"{self.stderr}") from None
+            try:
+                result = self._next_result(time.monotonic() + timeout, label)
+            except PeerFailure as exc:
+                raise PeerFailure(f"{label} timed out or failed after at most {timeout}s: "
+                                  f"{argv}\n{exc}") from None
+            stderr = self._stderr_since(mark)
+        code = result.pop("exit_code", None)
+        return _client_outcome(label, argv, code, result, json.dumps(result), stderr,
+                               self.peer.name)
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(timeout=10)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close its stdin (the daemon exits at EOF); kill it after ``timeout`` seconds."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+
+
+_DAEMONS: dict[str, _ClientDaemon] = {}
+_DAEMONS_LOCK = threading.Lock()
+
+
+def _client_daemon(peer: str) -> _ClientDaemon:
+    """The :class:`_ClientDaemon` of ``peer`` in this process (created, not started)."""
+    with _DAEMONS_LOCK:
+        daemon = _DAEMONS.get(peer)
+        if daemon is None:
+            daemon = _DAEMONS[peer] = _ClientDaemon(PEERS[peer])
+        return daemon
+
+
+@atexit.register
+def stop_client_daemons() -> None:
+    """Stop every client daemon this process started (registered with :mod:`atexit`)."""
+    with _DAEMONS_LOCK:
+        daemons = list(_DAEMONS.values())
+    for daemon in daemons:
+        daemon.stop()
 
 
 def run_routing_client(peer: str, port: int, interaction: str, *, timeout: float | None = None,

@@ -1,5 +1,6 @@
-"""Resumption against rsocket-js 1.0.0-alpha.3 (spec §Resuming Operation), both directions,
-through the fault-injecting proxy of the tests (``tests/faultproxy.py``).
+"""Resumption against rsocket-js 1.0.0-alpha.3 and rsocket-java 1.1.5 (spec §Resuming
+Operation), both directions, through the fault-injecting proxy of the tests
+(``tests/faultproxy.py``).
 
 * OUR CLIENT (``connect(resume=True)``, in-process) against the js RESUME SERVER
   (``resume_peers.start_js_resume_server``): a request-stream and a request-channel of 10,000
@@ -12,8 +13,19 @@ through the fault-injecting proxy of the tests (``tests/faultproxy.py``).
   expired (``serve(resume_session_timeout=...)``, in-process) its RESUME gets
   ERROR[REJECTED_RESUME].
 
-Wire facts about the js resume implementation: ``peers/README.md``, "Resume". Nothing sleeps:
-the js programs run in threads (``deferToThread``) while the reactor serves.
+rsocket-java 1.1.5 (``peers/java-reliability``, ``resume_peers.start_java_server`` /
+``run_java_resume_client``), the same both ways: our client against its ``RSocketServer
+.resume(..)`` and its ``RSocketConnector.resume(..)`` client against ``twistd rsocket
+--resume``, 10,000 items through the same cuts, every item once and in order, RESUME version
+1.0 both ways; its server answers a RESUME for a session it never saw with
+ERROR[REJECTED_RESUME] "unknown resume token"; its client retries refused reconnections and
+ends its session when our expired session rejects its RESUME (reporting only a closed
+channel). A RESUME that takes over a session whose old transport our server still holds
+(half-open) found an rsocket_tx bug, fixed since (see the test).
+
+Wire facts about the js resume implementation: ``peers/README.md``, "Resume"; about
+rsocket-java's: ``peers/java-reliability/README.md``. Nothing sleeps: the peer programs run in
+threads (``deferToThread``) while the reactor serves.
 """
 
 from __future__ import annotations
@@ -74,6 +86,17 @@ class Wire:
         return [(i, d, f) for i, d, f in self.frames if isinstance(f, kind)]
 
 
+def half_open(conn) -> None:
+    """Stall ``conn`` (:meth:`fp.ProxiedConnection.stall`) so that it stays half-open even when
+    one peer closes its side: ``stall()`` leaves the two proxy transports registered as each
+    other's producers, and Twisted stops (closes) a transport's producer when the transport
+    is lost, so a peer that gave up would close the other peer's connection too (reported to
+    the coordinator; harmless once ``stall()`` unregisters them itself)."""
+    conn.stall()
+    for side in (conn.down, conn.up):
+        side.transport.unregisterProducer()
+
+
 def _plan(interaction: str, count: int = 4) -> fp.RandomCuts:
     # a stream's client-to-server side carries only REQUEST_N: cut the other way
     directions = (fp.S2C,) if interaction == "request-stream" else (fp.C2S, fp.S2C)
@@ -102,13 +125,21 @@ def js_resume_server():
     server.stop()
 
 
-# ------------------------------------------------------------------ our client, js server
+@pytest.fixture(scope="module")
+def java_resume_server(java_reliability_installed):
+    server = resume_peers.start_java_server(resume=True)
+    yield server
+    server.stop()
 
 
-@BOTH_INTERACTIONS
-@pytest_twisted.ensureDeferred
-async def test_our_client_resumes_against_the_js_server(js_resume_server, interaction):
-    wire, plan, proxy = _cutting_proxy(js_resume_server.port, interaction)
+# ------------------------------------------------------------------ our client, peer servers
+
+
+async def _our_client_resumes(port: int, interaction: str) -> None:
+    """Our client (``connect(resume=True)``) runs ``interaction`` of :data:`N` items through a
+    proxy to 127.0.0.1:``port`` that cuts as :func:`_plan` says: every item once, in order,
+    one RESUME (version 1.0) per new connection, each answered by RESUME_OK, no ERROR."""
+    wire, plan, proxy = _cutting_proxy(port, interaction)
     rs = None
     try:
         rs = await timed(connect(proxy.endpoint, reactor=reactor, resume=True,
@@ -134,10 +165,26 @@ async def test_our_client_resumes_against_the_js_server(js_resume_server, intera
         await proxy.close()
 
 
+@BOTH_INTERACTIONS
 @pytest_twisted.ensureDeferred
-async def test_a_js_server_without_the_session_rejects_our_resume(js_resume_server):
-    other = await timed(resume_peers.start_js_resume_server_deferred())
-    proxy = fp.FaultProxy(js_resume_server.port)
+async def test_our_client_resumes_against_the_js_server(js_resume_server, interaction):
+    await _our_client_resumes(js_resume_server.port, interaction)
+
+
+@BOTH_INTERACTIONS
+@pytest_twisted.ensureDeferred
+async def test_our_client_resumes_against_the_java_server(java_resume_server, interaction):
+    await _our_client_resumes(java_resume_server.port, interaction)
+    done = "stream_done" if interaction == "request-stream" else "channel_done"
+    event = await timed(java_resume_server.wait_event_deferred(done, timeout=WAIT))
+    assert event.get("sent", event.get("echoed")) == N
+
+
+async def _rejected_by_a_server_without_the_session(server, other, message: str) -> None:
+    """Our client resumes from ``server`` to ``other`` (a second server of the same peer that
+    never saw the session): our stream fails with :class:`RejectedResumeError` (``message``)
+    and so does the connection."""
+    proxy = fp.FaultProxy(server.port)
     proxy.listen()
     try:
         rs = await timed(connect(proxy.endpoint, reactor=reactor, resume=True,
@@ -146,12 +193,25 @@ async def test_a_js_server_without_the_session_rejects_our_resume(js_resume_serv
         await timed(proxy.current.linked)
         proxy.target_port = other.port  # the next connection reaches a server that never
         proxy.current.cut_now()         # saw this session
-        with pytest.raises(E.RejectedResumeError, match="No session found"):
+        with pytest.raises(E.RejectedResumeError, match=message):
             await timed(stream.collect())
         assert isinstance(rs.close_reason, E.RejectedResumeError)
     finally:
         await proxy.close()
         await timed(defer.maybeDeferred(other.stop))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_js_server_without_the_session_rejects_our_resume(js_resume_server):
+    other = await timed(resume_peers.start_js_resume_server_deferred())
+    await _rejected_by_a_server_without_the_session(js_resume_server, other, "No session found")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_java_server_without_the_session_rejects_our_resume(java_resume_server):
+    other = await timed(resume_peers.start_java_server_deferred(resume=True))
+    await _rejected_by_a_server_without_the_session(java_resume_server, other,
+                                                    "unknown resume token")
 
 
 # ------------------------------------------------------------------ js client, our server
@@ -165,26 +225,43 @@ def our_resume_server(our_server_class):
     server.stop_and_check()
 
 
-@BOTH_INTERACTIONS
-@pytest_twisted.ensureDeferred
-async def test_the_js_client_resumes_against_our_server(our_resume_server, interaction):
-    wire, plan, proxy = _cutting_proxy(our_resume_server.port, interaction)
+async def _peer_client_resumes(server_port: int, interaction: str, run_client,
+                               version: tuple[int, int]) -> None:
+    """``run_client(proxy_port, interaction, count=N, timeout=60)`` (a Deferred of a resume
+    client's result) through a proxy to our server at ``server_port`` that cuts as
+    :func:`_plan` says: all N items once, in order, completed; every cut followed by a RESUME
+    (``(major, minor)`` = ``version``) that our server answered with RESUME_OK."""
+    wire, plan, proxy = _cutting_proxy(server_port, interaction)
     try:
-        result = await timed(resume_peers.run_js_resume_client_deferred(
-            proxy.port, interaction, count=N, timeout=60))
+        result = await timed(run_client(proxy.port, interaction, count=N, timeout=60))
         assert result["exit_code"] == 0, (result, _describe(proxy))
         assert (result["received"], result["in_order"], result["completed"]) == \
             (N, True, True), (result, _describe(proxy))
         assert len(proxy.cuts) == plan.count, _describe(proxy)
         resumes = wire.of(ResumeFrame)
         assert len(resumes) >= plan.count
-        # rsocket-js writes major and minor swapped; we accept it
-        assert {(f.major_version, f.minor_version) for _, _, f in resumes} == {(0, 1)}
+        assert {(f.major_version, f.minor_version) for _, _, f in resumes} == {version}
         oks = wire.of(ResumeOkFrame)
         assert [i for i, _, _ in oks] == [i for i, _, _ in resumes[:len(oks)]]
         assert len(oks) >= plan.count
     finally:
         await proxy.close()
+
+
+@BOTH_INTERACTIONS
+@pytest_twisted.ensureDeferred
+async def test_the_js_client_resumes_against_our_server(our_resume_server, interaction):
+    # rsocket-js writes major and minor swapped (0.1); we accept it
+    await _peer_client_resumes(our_resume_server.port, interaction,
+                               resume_peers.run_js_resume_client_deferred, (0, 1))
+
+
+@BOTH_INTERACTIONS
+@pytest_twisted.ensureDeferred
+async def test_the_java_client_resumes_against_our_server(java_reliability_installed,
+                                                          our_resume_server, interaction):
+    await _peer_client_resumes(our_resume_server.port, interaction,
+                               resume_peers.run_java_resume_client_deferred, (1, 0))
 
 
 class Endless(Responder):
@@ -228,3 +305,92 @@ async def test_the_js_client_is_rejected_after_our_session_expired():
     finally:
         await proxy.close()
         await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_java_client_is_rejected_after_our_session_expired(java_reliability_installed):
+    """rsocket-java retries a refused reconnection (``Retry.fixedDelay``); once our session
+    expired its RESUME gets ERROR[REJECTED_RESUME] and its session ends (but what its
+    application sees is a closed channel, not the rejection)."""
+    responders: list[Endless] = []
+
+    def responder() -> Endless:
+        responders.append(Endless())
+        return responders[-1]
+
+    port = await serve("tcp:0:interface=127.0.0.1", responder, reactor=reactor, resume=True,
+                       resume_session_timeout=200)
+    wire = Wire()
+    proxy = fp.FaultProxy(port.getHost().port, observer=wire,
+                          plan={0: fp.CutPlan(fp.S2C, 20_000, fp.MID)}.get)
+    proxy.listen()
+    try:
+        result_d = resume_peers.run_java_resume_client_deferred(
+            proxy.port, "request-stream", count=10**9, request_n=64, reconnect_delay=1000,
+            timeout=30)
+        first = await timed(proxy.wait_connections(1))
+        await timed(first.linked)
+        proxy.new_connections = "refuse"  # its reconnections fail until our session expired
+        await timed(first.closed)  # cut after 20,000 bytes of the stream
+        [endless] = responders
+        session = endless.rsocket._protocol
+        await timed(session.when_closed())
+        assert isinstance(session.close_reason, E.ConnectionLostError)
+        proxy.new_connections = "forward"
+        result = await timed(result_d)
+        assert result["exit_code"] == 1 and result["completed"] is False, repr(result)
+        assert result["reconnect_attempts"] >= 1, repr(result)
+        refused = [c for c in proxy.connections if c.index > 0 and c.trackers[fp.C2S].seen == 0]
+        assert len(proxy.connections) >= 3 and refused, "no reconnection was refused"
+        # the last connection carried its RESUME (1.0) and our ERROR[REJECTED_RESUME]; the
+        # client then gave up (no further connection)
+        rejected = [(i, f) for i, d, f in wire.of(ErrorFrame) if d == fp.S2C]
+        assert [(i, f.error_code) for i, f in rejected] == \
+            [(proxy.connections[-1].index, E.ErrorCode.REJECTED_RESUME)]
+        assert b"no resumable session" in rejected[0][1].data
+        resumes = wire.of(ResumeFrame)
+        assert [i for i, _, _ in resumes] == [proxy.connections[-1].index]
+        assert {(f.major_version, f.minor_version) for _, _, f in resumes} == {(1, 0)}
+        # rsocket-java 1.1.5 drops the rejection: the stream fails with the requester's
+        # ClosedChannelException, onClose() completes without an error
+        # (peers/java-reliability/README.md)
+        assert result["error"] == {"code": None, "message": "null",
+                                   "class": "ClosedChannelException"}, repr(result)
+        assert result["close_error"] is None, repr(result)
+    finally:
+        await proxy.close()
+        await port.stopListening()
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_java_client_resumes_while_our_server_holds_the_silent_connection(
+        java_reliability_installed, our_resume_server):
+    """After 30,000 bytes of a 20,000-item stream the connection goes half-open and the
+    client's side is closed: rsocket-java reconnects at once and resumes while our server
+    still holds the old, silent connection (its max lifetime is 30 s away): our server must
+    take the session over and go on.  (This found a bug, fixed since: the old transport, aborted
+    on the takeover, still had the session as its producer, and its end paused every outbound
+    stream of the resumed session for good.)"""
+    count = 20_000
+    done: list = []
+
+    def observer(conn, direction: str, frame: bytes) -> None:
+        if conn.index == 0 and not done and conn.trackers[fp.S2C].seen >= 30_000:
+            done.append(conn)
+            half_open(conn)
+            conn.down.transport.abortConnection()
+
+    wire = Wire()
+    proxy = fp.FaultProxy(our_resume_server.port,
+                          observer=lambda *args: (wire(*args), observer(*args)))
+    proxy.listen()
+    try:
+        result = await timed(resume_peers.run_java_resume_client_deferred(
+            proxy.port, "request-stream", count=count, timeout=20))
+        assert done and proxy.connections[0].state == "stalled"
+        assert [i for i, _, _ in wire.of(ResumeOkFrame)] == [1]
+        assert result["exit_code"] == 0, repr(result)
+        assert (result["received"], result["in_order"], result["completed"]) == \
+            (count, True, True), repr(result)
+    finally:
+        await proxy.close()

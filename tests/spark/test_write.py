@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 
@@ -337,11 +338,22 @@ def test_exactly_once_failed_job_publishes_nothing(spark, log_server, faulty):
 
 
 def write_json_files(directory, files: int, per_file: int) -> None:
+    """``files`` JSON-lines files ``part-000.json``...: file ``f`` holds the rows of ids
+    ``f * per_file`` to ``(f + 1) * per_file - 1``.
+
+    Spark's file stream source takes its input files in modification-time order (with
+    ``maxFilesPerTrigger`` 1, one file per micro-batch); files written within the same
+    millisecond tie and come in any order.  So file ``f`` gets the modification time
+    ``base + f`` seconds (``base`` a minute ago): batch ``f`` reads file ``f``, always.
+    """
     directory.mkdir(parents=True, exist_ok=True)
+    base = int(time.time()) - 60
     for f in range(files):
-        with open(directory / f"part-{f:03d}.json", "w") as out:
+        path = directory / f"part-{f:03d}.json"
+        with open(path, "w") as out:
             for i in range(f * per_file, (f + 1) * per_file):
                 out.write(json.dumps({"id": i, "name": f"row-{i}"}) + "\n")
+        os.utime(path, (base + f, base + f))
 
 
 def stream_of_files(spark, directory):

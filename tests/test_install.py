@@ -1,0 +1,91 @@
+"""The developer install (``pip install -e .``) and the regular one (``pip install .``) give a
+working ``twistd rsocket``, in a fresh virtual environment.
+
+twistd finds its plugins by scanning ``sys.path`` for ``twisted/plugins/`` directories: the
+repository's ``twisted/plugins/rsocket_tx_plugin.py`` must be found from the install alone
+(setup.cfg ``package_dir``: the editable install puts the repository root on ``sys.path`` with a
+path ``.pth``; the regular install copies the plugin into ``site-packages/twisted/plugins/``).
+
+Cheap and offline: the fresh venv has no pip and no packages of its own (no
+``--system-site-packages``); one ``.pth`` line puts this test environment's site-packages on its
+``sys.path`` as a plain directory (so Twisted and the build backend import, while that
+directory's own ``.pth`` files, among them this checkout's install, are not run); this
+environment's pip installs the project (``--python``, ``--no-deps --no-index
+--no-build-isolation``) from a copy of the project's files, so the checkout stays untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: what a build of the project reads
+PROJECT_FILES = ("setup.cfg", "pyproject.toml", "README.rst", "rsocket_tx", "pyspark_rsocket",
+                 "twisted")
+#: seconds any one step may take (the machine may be loaded)
+STEP_TIMEOUT = 300
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``argv`` in ``cwd`` without PYTHONPATH (nothing but the venv decides what is
+    importable); stdout and stderr captured as text."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT)
+
+
+def fresh_venv(directory: Path) -> Path:
+    """A new venv without pip whose ``sys.path`` ends with this environment's site-packages
+    (as plain directories); returns its python."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=False).create(directory)
+    python = directory / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                   "['purelib'])"], cwd=directory).stdout.strip()
+    ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    Path(purelib, "zz-test-environment.pth").write_text("\n".join(ours) + "\n")
+    return python
+
+
+@pytest.mark.parametrize("editable", [True, False], ids=["pip-install-e", "pip-install"])
+def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, editable: bool):
+    project = tmp_path / "project"
+    for name in PROJECT_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, project / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "dropin.cache"))
+        else:
+            project.mkdir(exist_ok=True)
+            shutil.copy2(source, project / name)
+    python = fresh_venv(tmp_path / "venv")
+    elsewhere = tmp_path / "elsewhere"  # not the project: nothing found through the cwd
+    elsewhere.mkdir()
+    before = run([str(python), "-c", "import rsocket_tx"], cwd=elsewhere)
+    assert before.returncode != 0, "rsocket_tx importable before the install: not a fresh venv"
+
+    install = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                   "--no-deps", "--no-index", "--no-build-isolation",
+                   *(["-e"] if editable else []), str(project)], cwd=elsewhere)
+    assert install.returncode == 0, install.stdout + install.stderr
+
+    where = run([str(python), "-c", "import rsocket_tx; print(rsocket_tx.__file__)"],
+                cwd=elsewhere)
+    location = Path(where.stdout.strip()).resolve()
+    if editable:
+        assert location.is_relative_to(project.resolve()), where
+    else:
+        assert location.is_relative_to((tmp_path / "venv").resolve()), where
+    twistd = run([str(python), "-c", "import sys; sys.argv[0] = 'twistd'; "
+                  "from twisted.scripts.twistd import run; run()", "rsocket", "--help"],
+                 cwd=elsewhere)
+    assert twistd.returncode == 0, twistd.stdout + twistd.stderr
+    assert "Usage: twistd [options] rsocket [options]" in twistd.stdout
+    assert "--responder" in twistd.stdout
