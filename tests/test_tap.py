@@ -528,8 +528,9 @@ def test_frame_logger_to_a_callable():
 @pytest.fixture
 def repo_on_path(monkeypatch):
     """Make the repo's twisted/plugins visible as it is to ``twistd`` run from the repo root
-    (or with an editable install, whose .pth file adds the repo root): the repo root on sys.path and in the plugin
-    package's search path (computed once, when twisted.plugins was first imported)."""
+    (or with an editable install, whose .pth file adds the repo root): the repo root on
+    sys.path and in the plugin package's search path (computed once, when twisted.plugins was
+    first imported)."""
     from twisted.plugin import pluginPackagePaths
 
     import twisted.plugins
