@@ -52,11 +52,11 @@ def start_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
     :raises peers.PeerFailure: it did not start.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(SERVER_SCRIPT) + peers._options(
+    argv = peer.program_argv(SERVER_SCRIPT) + peers.flag_options(
         port=0, lease_requests=lease_requests, lease_ttl=lease_ttl,
         lease_interval=lease_interval, honor_lease=honor_lease, request_client=request_client,
         request_wait=request_wait, timeout=lifetime, watch_stdin=True)
-    return peers._start_program(f"{PEER} lease server", argv, peer.directory, startup_timeout)
+    return peers.start_program(f"{PEER} lease server", argv, peer.directory, startup_timeout)
 
 
 def start_lease_server_deferred(**kwargs):
@@ -74,11 +74,11 @@ def run_lease_client(port: int, *, count: int = 3, wait: float = 2.0,
     :raises peers.PeerFailure: it failed, printed no JSON or timed out.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(CLIENT_SCRIPT) + peers._options(
+    argv = peer.program_argv(CLIENT_SCRIPT) + peers.flag_options(
         port=port, count=count, wait=wait, ignore_lease=ignore_lease,
         lease_requests=lease_requests, lease_ttl=lease_ttl, lease_interval=lease_interval,
         serve=serve or None, timeout=timeout)
-    return peers._run_program(f"{PEER} lease client", argv, peer.directory, timeout + 15)
+    return peers.run_program(f"{PEER} lease client", argv, peer.directory, timeout + 15)
 
 
 def run_lease_client_deferred(port: int, **kwargs):
@@ -96,9 +96,9 @@ def run_js_lease_client(port: int, *, count: int = 3, wait: int = 1500,
     :raises peers.PeerFailure: it failed, printed no JSON or timed out.
     """
     peer = peers.PEERS[JS_PEER]
-    argv = peer._argv(JS_CLIENT_SCRIPT) + peers._options(
+    argv = peer.program_argv(JS_CLIENT_SCRIPT) + peers.flag_options(
         port=port, count=count, wait=wait, max_pending=max_pending, timeout=timeout)
-    return peers._run_program(f"{JS_PEER} lease client", argv, peer.directory, timeout + 15)
+    return peers.run_program(f"{JS_PEER} lease client", argv, peer.directory, timeout + 15)
 
 
 def run_js_lease_client_deferred(port: int, **kwargs):

@@ -172,7 +172,8 @@ class Peer:
     #: starting a program per run (JVM startup; see :class:`_ClientDaemon`)
     client_daemon: str = ""
 
-    def _argv(self, script: str) -> list[str]:
+    def program_argv(self, script: str) -> list[str]:
+        """argv that runs ``script`` (a file or, for "jvm", a main class) of this peer."""
         if self.runtime == "exec":
             return [str(self.directory / script)]
         if self.runtime == "jvm":
@@ -208,7 +209,8 @@ class Peer:
                        timeout: int = 600, watch_stdin: bool = True,
                        transport: str = "tcp", path: str = WS_PATH) -> list[str]:
         """argv of the server program (see :func:`start_server` for the options)."""
-        argv = self._argv(self.server_script) + ["--port", str(port), "--timeout", str(timeout)]
+        argv = self.program_argv(self.server_script) + ["--port", str(port),
+                                                        "--timeout", str(timeout)]
         argv += self.transport_args(transport, path)
         if fragment is not None:
             argv += ["--fragment", str(fragment)]
@@ -223,7 +225,7 @@ class Peer:
     def client_command(self, port: int, interaction: str, *, transport: str = "tcp",
                        path: str = WS_PATH, **options) -> list[str]:
         """argv of the client program (see :func:`run_client` for the options)."""
-        return self._argv(self.client_script) + self.client_args(
+        return self.program_argv(self.client_script) + self.client_args(
             port, interaction, transport=transport, path=path, **options)
 
     def client_args(self, port: int, interaction: str, *, transport: str = "tcp",
@@ -912,7 +914,7 @@ def ensure_installed(peers=None) -> None:
             elif check.stdout.strip() != "0.4.20":
                 problems.append(f"{name}: rsocket {check.stdout.strip()} installed, "
                                 "expected 0.4.20")
-    _raise_if_problems(problems)
+    raise_if_problems(problems)
 
 
 def _npm_problems(peer: Peer, packages) -> list[str]:
@@ -930,7 +932,7 @@ def _npm_problems(peer: Peer, packages) -> list[str]:
     return problems
 
 
-def _raise_if_problems(problems: list[str]) -> None:
+def raise_if_problems(problems: list[str]) -> None:
     if problems:
         raise PeersNotInstalled(
             "interop peers not installed:\n  " + "\n  ".join(problems)
@@ -942,7 +944,7 @@ def _raise_if_problems(problems: list[str]) -> None:
 # Servers
 # ---------------------------------------------------------------------------------------------
 
-class _LineReader(threading.Thread):
+class LineReader(threading.Thread):
     """Drains a pipe into a queue of lines so the child never blocks on a full pipe."""
 
     def __init__(self, stream, sink: queue.Queue | None):
@@ -981,8 +983,8 @@ class PeerServer:
         self.events: list[dict] = []
         self._lines: queue.Queue = queue.Queue()
         self._eof = False
-        self._stdout = _LineReader(process.stdout, self._lines)
-        self._stderr = _LineReader(process.stderr, None)
+        self._stdout = LineReader(process.stdout, self._lines)
+        self._stderr = LineReader(process.stderr, None)
         self._stdout.start()
         self._stderr.start()
 
@@ -1094,21 +1096,30 @@ class PeerServer:
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """Stop the server (stdin EOF, then kill) and return its exit code."""
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=timeout)
-        elif self.process.stdin and not self.process.stdin.closed:
-            self.process.stdin.close()
-        self._stdout.join(timeout)
-        self._stderr.join(timeout)
-        return self.process.returncode
+        return stop_program(self.process, (self._stdout, self._stderr), timeout)
+
+
+def stop_program(process: subprocess.Popen, readers, timeout: float) -> int | None:
+    """Stop a peer program that exits at stdin EOF: close its stdin, kill it if it is still
+    running after ``timeout`` seconds, then join its :class:`LineReader` ``readers``.
+
+    :returns: its exit code.
+    """
+    if process.poll() is None:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+    elif process.stdin and not process.stdin.closed:
+        process.stdin.close()
+    for reader in readers:
+        reader.join(timeout)
+    return process.returncode
 
 
 def _json_or_none(line: str, key: str):
@@ -1146,13 +1157,13 @@ def start_server(peer: str, port: int = 0, fragment: int | None = None, *,
     argv = PEERS[peer].server_command(port, fragment=fragment, completion=completion,
                                       request_n=request_n, timeout=lifetime,
                                       transport=transport, path=path)
-    server = _start_program(peer, argv, PEERS[peer].directory, startup_timeout)
+    server = start_program(peer, argv, PEERS[peer].directory, startup_timeout)
     server.transport = transport
     server.path = path
     return server
 
 
-def _start_program(label: str, argv: list[str], cwd: Path, startup_timeout: float
+def start_program(label: str, argv: list[str], cwd: Path, startup_timeout: float
                    ) -> PeerServer:
     """Start a server program and wait until it prints ``LISTENING``.
 
@@ -1204,7 +1215,7 @@ def run_client(peer: str, port: int, interaction: str, *, timeout: float | None 
         args = the_peer.client_args(port, interaction, **options)
         return _client_daemon(peer).run(args, label, timeout)
     argv = the_peer.client_command(port, interaction, **options)
-    return _run_program(label, argv, the_peer.directory, timeout, peer=peer)
+    return run_program(label, argv, the_peer.directory, timeout, peer=peer)
 
 
 def run_client_deferred(peer: str, port: int, interaction: str, **kwargs):
@@ -1253,7 +1264,7 @@ def ensure_routing_installed(peers=None) -> None:
     """
     chosen = list(peers or ROUTING_CLIENTS)
     ensure_installed(chosen)
-    _raise_if_problems([problem for name in chosen if PEERS[name].runtime == "node"
+    raise_if_problems([problem for name in chosen if PEERS[name].runtime == "node"
                         for problem in _npm_problems(PEERS[name], ROUTING_NPM_PACKAGES)])
 
 
@@ -1280,7 +1291,7 @@ def routing_client_command(peer: str, port: int, interaction: str, *, host: str 
     if data is not None and data_text is not None:
         raise TypeError("give data (JSON-encoded here) or data_text (sent as is), not both")
     the_peer = PEERS[peer]
-    argv = the_peer._argv(ROUTING_CLIENTS[peer]) + ["--port", str(port),
+    argv = the_peer.program_argv(ROUTING_CLIENTS[peer]) + ["--port", str(port),
                                                     "--interaction", interaction]
 
     def add(flag: str, value) -> None:
@@ -1311,7 +1322,7 @@ def routing_client_command(peer: str, port: int, interaction: str, *, host: str 
     return argv
 
 
-def _options(**options) -> list[str]:
+def flag_options(**options) -> list[str]:
     """Command-line flags for ``options``: ``name_x=value`` becomes ``--name-x value``,
     ``True`` a bare ``--name-x``; ``None`` and ``False`` are left out."""
     argv: list[str] = []
@@ -1323,7 +1334,7 @@ def _options(**options) -> list[str]:
     return argv
 
 
-def _run_program(label: str, argv: list[str], cwd: Path, timeout: float, *,
+def run_program(label: str, argv: list[str], cwd: Path, timeout: float, *,
                  peer: str | None = None) -> dict:
     """Run one client program; its last JSON line plus ``exit_code`` (0 or 1).
 
@@ -1397,7 +1408,7 @@ class _ClientDaemon:
         sink(None)  # EOF marker
 
     def _start(self) -> None:
-        argv = self.peer._argv(self.peer.client_daemon)
+        argv = self.peer.program_argv(self.peer.client_daemon)
         self._lines = lines = queue.Queue()
         self._stderr.clear()
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -1449,9 +1460,9 @@ class _ClientDaemon:
         return "\n".join(list(self._stderr)[len(self._stderr) - new:]) if new > 0 else ""
 
     def run(self, args: list[str], label: str, timeout: float) -> dict:
-        """Run the client with ``args``; like :func:`_run_program` (same result, same errors;
+        """Run the client with ``args``; like :func:`run_program` (same result, same errors;
         ``timeout`` seconds for the answer)."""
-        argv = self.peer._argv(self.peer.client_script) + args  # the same run, standalone
+        argv = self.peer.program_argv(self.peer.client_script) + args  # the same run, standalone
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
@@ -1544,7 +1555,7 @@ def run_routing_client(peer: str, port: int, interaction: str, *, timeout: float
     argv = routing_client_command(peer, port, interaction, **options)
     if timeout is None:
         timeout = int(options.get("timeout") or 30) + 15
-    return _run_program(f"{peer} routing client {interaction}", argv, PEERS[peer].directory,
+    return run_program(f"{peer} routing client {interaction}", argv, PEERS[peer].directory,
                         timeout)
 
 
@@ -1566,13 +1577,13 @@ def start_routing_server(port: int = 0, *, users: dict[str, str] | None = None,
     :raises PeerFailure: it did not start.
     """
     peer = PEERS[ROUTING_SERVER_PEER]
-    argv = peer._argv(ROUTING_SERVER_SCRIPT) + ["--port", str(port), "--timeout", str(lifetime),
-                                                "--watch-stdin"]
+    argv = peer.program_argv(ROUTING_SERVER_SCRIPT) + ["--port", str(port),
+                                                       "--timeout", str(lifetime), "--watch-stdin"]
     for name, password in (users if users is not None else ROUTING_SERVER_USERS).items():
         argv += ["--user", f"{name}:{password}"]
     for token in (tokens if tokens is not None else ROUTING_SERVER_TOKENS):
         argv += ["--token", token]
-    return _start_program(f"{ROUTING_SERVER_PEER} routing server", argv, peer.directory,
+    return start_program(f"{ROUTING_SERVER_PEER} routing server", argv, peer.directory,
                           startup_timeout)
 
 

@@ -50,10 +50,10 @@ def start_js_resume_server(*, session_timeout: int = 60_000, request_n: int | No
     :raises peers.PeerFailure: it did not start.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(SERVER_SCRIPT) + peers._options(
+    argv = peer.program_argv(SERVER_SCRIPT) + peers.flag_options(
         port=0, session_timeout=session_timeout, request_n=request_n,
         log_keepalive=log_keepalive, timeout=lifetime, watch_stdin=True)
-    return peers._start_program(f"{PEER} resume server", argv, peer.directory, startup_timeout)
+    return peers.start_program(f"{PEER} resume server", argv, peer.directory, startup_timeout)
 
 
 def start_js_resume_server_deferred(**kwargs):
@@ -74,11 +74,11 @@ def run_js_resume_client(port: int, interaction: str, *, count: int = 1000,
     :raises peers.PeerFailure: exit code 2 (usage, connection failure, timeout) or no JSON.
     """
     peer = peers.PEERS[PEER]
-    argv = peer._argv(CLIENT_SCRIPT) + [interaction] + peers._options(
+    argv = peer.program_argv(CLIENT_SCRIPT) + [interaction] + peers.flag_options(
         port=port, count=count, request_n=request_n, keepalive=keepalive, lifetime=lifetime,
         reconnect_delay=reconnect_delay, max_reconnects=max_reconnects, token_b64=token_b64,
         timeout=timeout)
-    return peers._run_program(f"{PEER} resume client {interaction}", argv, peer.directory,
+    return peers.run_program(f"{PEER} resume client {interaction}", argv, peer.directory,
                               timeout + 15)
 
 
@@ -107,7 +107,7 @@ JAVA = peers.Peer(
 
 def ensure_java_installed() -> None:
     """:raises peers.PeersNotInstalled: the jar of :data:`JAVA` was not built."""
-    peers._raise_if_problems([f"{JAVA_PEER}: {path} not built" for path in JAVA.built_files()
+    peers.raise_if_problems([f"{JAVA_PEER}: {path} not built" for path in JAVA.built_files()
                               if not path.exists()])
 
 
@@ -138,14 +138,14 @@ def start_java_server(*, resume: bool = False, session_duration: int | None = No
     :raises peers.PeerFailure: it did not start.
     """
     ensure_java_installed()
-    argv = JAVA._argv(JAVA.server_script) + peers._options(
+    argv = JAVA.program_argv(JAVA.server_script) + peers.flag_options(
         port=0, resume=resume, session_duration=session_duration, store_bytes=store_bytes,
         cleanup_on_keepalive=cleanup_on_keepalive, lease=lease, lease_requests=lease_requests,
         lease_ttl=lease_ttl, lease_interval=lease_interval, max_pending=max_pending,
         request_client=request_client, request_wait=request_wait, await_lease=await_lease,
         hold_client=hold_client, timeout=lifetime,
         watch_stdin=True)
-    return peers._start_program(f"{JAVA_PEER} server", argv, JAVA.directory, startup_timeout)
+    return peers.start_program(f"{JAVA_PEER} server", argv, JAVA.directory, startup_timeout)
 
 
 def start_java_server_deferred(**kwargs):
@@ -156,7 +156,7 @@ def start_java_server_deferred(**kwargs):
 
 def run_java_program(program: str, *, deadline: float, positional=(), **options) -> dict:
     """Run the main class ``program`` of the rsocket-java jar with ``options``
-    (``peers._options``); its last JSON line plus ``exit_code`` (0 or 1).
+    (``peers.flag_options``); its last JSON line plus ``exit_code`` (0 or 1).
 
     :param deadline: seconds the whole run may take (the process is killed after it); the
         program's own ``timeout`` option (seconds) should be shorter.
@@ -164,8 +164,9 @@ def run_java_program(program: str, *, deadline: float, positional=(), **options)
         JSON, or ``deadline``.
     """
     ensure_java_installed()
-    argv = JAVA._argv(_JAVA_MAIN + program) + list(positional) + peers._options(**options)
-    return peers._run_program(f"{JAVA_PEER} {program}", argv, JAVA.directory, deadline)
+    argv = (JAVA.program_argv(_JAVA_MAIN + program) + list(positional)
+            + peers.flag_options(**options))
+    return peers.run_program(f"{JAVA_PEER} {program}", argv, JAVA.directory, deadline)
 
 
 def run_java_resume_client(port: int, interaction: str, *, count: int = 1000,

@@ -56,7 +56,7 @@ def ensure_installed() -> None:
             f"Run: {peers.INSTALL_SCRIPT} (or {SPRING_DIR / 'install.sh'})")
 
 
-def _argv(mode: str, *options: str) -> list[str]:
+def program_argv(mode: str, *options: str) -> list[str]:
     return [peers.JAVA, *JVM_OPTIONS, "-jar", str(JAR), mode, *options]
 
 
@@ -122,7 +122,7 @@ def start_server(*, lifetime: int = 3600, security: str = "either") -> SpringSer
     :raises peers.PeerFailure: it did not start.
     """
     ensure_installed()
-    argv = _argv("server", "--port", "0", "--ws-port", "0", "--timeout", str(lifetime),
+    argv = program_argv("server", "--port", "0", "--ws-port", "0", "--timeout", str(lifetime),
                  "--security", security, "--watch-stdin")
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=SPRING_DIR)
@@ -154,8 +154,8 @@ class SpringClient:
         self.process = process
         self.argv = argv
         self._lines: queue.Queue = queue.Queue()
-        self._stdout = peers._LineReader(process.stdout, self._lines)
-        self._stderr = peers._LineReader(process.stderr, None)
+        self._stdout = peers.LineReader(process.stdout, self._lines)
+        self._stderr = peers.LineReader(process.stderr, None)
         self._stdout.start()
         self._stderr.start()
         self._ids = itertools.count(1)
@@ -227,19 +227,7 @@ class SpringClient:
 
     def stop(self, timeout: float = 20.0) -> int | None:
         """Close its stdin (it exits), kill it after ``timeout``; returns the exit code."""
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=timeout)
-        self._stdout.join(timeout)
-        self._stderr.join(timeout)
-        return self.process.returncode
+        return peers.stop_program(self.process, (self._stdout, self._stderr), timeout)
 
 
 def start_client(*, lifetime: int = 3600) -> SpringClient:
@@ -249,7 +237,7 @@ def start_client(*, lifetime: int = 3600) -> SpringClient:
     :raises peers.PeerFailure: it did not start.
     """
     ensure_installed()
-    argv = _argv("client", "--timeout", str(lifetime))
+    argv = program_argv("client", "--timeout", str(lifetime))
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=SPRING_DIR)
     client = SpringClient(process, argv)
