@@ -89,7 +89,7 @@ async def test_stream_in_request_n_batches(peer, transport, cli):
 async def test_stream_take_cancels(peer, transport, cli):
     """``stream -d 1000 --take 3 --request-n 2``: three items, then CANCEL reaches the peer
     while its stream is still waiting for credit."""
-    need(peer, transport, "server:request-n")
+    need(peer, transport, "server:request-n", "server:survives-close-mid-stream")
     status, out, err, server = await cli(peer, transport, "stream", "-d", "1000", "--take", "3",
                                          "--request-n", "2")
     assert (status, out) == (0, b"0\n1\n2\n"), err
