@@ -269,14 +269,22 @@ class Endless(Responder):
         return (Payload(b"%d" % i) for i in range(10**9))
 
 
-@pytest_twisted.ensureDeferred
-async def test_the_js_client_is_rejected_after_our_session_expired():
-    port = await serve("tcp:0:interface=127.0.0.1", Endless, reactor=reactor, resume=True,
+async def _short_session_behind_a_cut(responder):
+    """Our resumable server whose sessions expire 200 ms after their transport is lost, behind
+    a fault proxy that cuts the first connection mid-frame after 20,000 bytes towards the
+    client: ``(port, wire, proxy)``; the caller closes both."""
+    port = await serve("tcp:0:interface=127.0.0.1", responder, reactor=reactor, resume=True,
                        resume_session_timeout=200)
     wire = Wire()
     proxy = fp.FaultProxy(port.getHost().port, observer=wire,
                           plan={0: fp.CutPlan(fp.S2C, 20_000, fp.MID)}.get)
     proxy.listen()
+    return port, wire, proxy
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_js_client_is_rejected_after_our_session_expired():
+    port, wire, proxy = await _short_session_behind_a_cut(Endless)
     try:
         # the js client reconnects 2 s after the cut, our session expires 0.2 s after it. (A
         # connection refused or stalled during its RESUME handshake would hang the js client
@@ -318,12 +326,7 @@ async def test_the_java_client_is_rejected_after_our_session_expired(java_reliab
         responders.append(Endless())
         return responders[-1]
 
-    port = await serve("tcp:0:interface=127.0.0.1", responder, reactor=reactor, resume=True,
-                       resume_session_timeout=200)
-    wire = Wire()
-    proxy = fp.FaultProxy(port.getHost().port, observer=wire,
-                          plan={0: fp.CutPlan(fp.S2C, 20_000, fp.MID)}.get)
-    proxy.listen()
+    port, wire, proxy = await _short_session_behind_a_cut(responder)
     try:
         result_d = resume_peers.run_java_resume_client_deferred(
             proxy.port, "request-stream", count=10**9, request_n=64, reconnect_delay=1000,
