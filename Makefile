@@ -6,6 +6,8 @@
 #               rsocket-js, rsocket-py, rsocket-java, Spring Boot, rsocket-rust, rsocket-go)
 #   make test   venv + peers, then the whole pytest suite (interop included)
 #   make lint   ruff check .
+#   make typecheck   mypy on the sans-IO layers (rsocket_tx/mux, rsocket_tx/core, the Jini codec
+#               and connection)
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
 #   make bench  python -m benchmarks.run
@@ -20,7 +22,7 @@ STAMP  := $(VENV)/.rsocket_tx-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers browser chromium test lint docs demo bench pipeline clean
+.PHONY: venv peers browser chromium test lint typecheck docs demo bench pipeline clean
 
 venv: $(STAMP)
 
@@ -53,6 +55,14 @@ test: venv peers browser chromium
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# the sans-IO layers (no Twisted, time passed in): the mux layer, the RSocket core, the Jini mux
+TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/jini/codec.py \
+	rsocket_tx/jini/connection.py rsocket_tx/jini/config.py rsocket_tx/jini/events.py \
+	rsocket_tx/jini/errors.py
+
+typecheck: venv
+	$(VENV)/bin/mypy $(TYPECHECK_PATHS)
 
 docs: venv
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html

@@ -178,7 +178,7 @@ def get_connection(endpoint: str, *, data_mime_type: str = DEFAULT_DATA_MIME,
     :param endpoint: a Twisted client endpoint string or URI (``tcp://host:port``, ...).
     :param data_mime_type: SETUP data MIME type (default ``application/json``).
     :param metadata_mime_type: SETUP metadata MIME type (default composite metadata, which the
-        routed responders such as :class:`rsocket_tx.streamlog.StreamLogResponder` need).
+        routed responders such as :class:`rsocket_tx.apps.streamlog.StreamLogResponder` need).
     :param timeout: seconds to wait for the connection.
     :param connect_kwargs: more keyword arguments of :func:`rsocket_tx.connect` (part of the
         cache key; values must be hashable).

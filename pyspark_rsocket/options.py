@@ -126,7 +126,7 @@ def _check_endpoint(endpoint: str) -> None:
     :raises ValueError: it cannot be parsed (naming the option)."""
     from twisted.internet import reactor as global_reactor  # never run here: only parsed
 
-    from rsocket_tx.endpoints import client_endpoint
+    from rsocket_tx.transports.endpoints import client_endpoint
     try:
         client_endpoint(global_reactor, endpoint)
     except Exception as exc:  # noqa: BLE001 - any parse error is the user's option

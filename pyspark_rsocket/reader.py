@@ -2,7 +2,7 @@
 
 Two modes (see :mod:`pyspark_rsocket.options` for every option):
 
-* **log mode** (option ``topic``): the offsets protocol of :mod:`rsocket_tx.streamlog`. The
+* **log mode** (option ``topic``): the offsets protocol of :mod:`rsocket_tx.apps.streamlog`. The
   driver asks each endpoint for the end offset of every shard (``log.offsets``); each input
   partition reads one range [from, to) of one shard of one endpoint with a ``log.read``
   request-stream. Every payload carries its offset in its metadata; the task checks the offsets
@@ -32,7 +32,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from rsocket_tx.streamlog import OFFSET_METADATA_PREFIX, ROUTE_OFFSETS, ROUTE_READ
+from rsocket_tx.apps.streamlog import OFFSET_METADATA_PREFIX, ROUTE_OFFSETS, ROUTE_READ
 
 from .arrow import ChunkConverter, DecodeError
 from .options import ReadOptions

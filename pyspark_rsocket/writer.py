@@ -1,7 +1,7 @@
 """Sinks of the ``rsocket`` data source: batch (``df.write``) and streaming (``writeStream``).
 
 Every Spark task sends its rows as the records of one request-channel (spec §Request Channel)
-to a :mod:`rsocket_tx.streamlog` responder, one payload per row, as fast as the responder's
+to a :mod:`rsocket_tx.apps.streamlog` responder, one payload per row, as fast as the responder's
 REQUEST_N credit allows, and waits for the responder's acknowledgements:
 
 * ``guarantee=at-least-once`` (default): route ``log.append`` (first payload
@@ -78,7 +78,7 @@ __all__ = [
     "SinkOptions",
 ]
 
-#: Routes of the streamlog responder (see :mod:`rsocket_tx.streamlog`).
+#: Routes of the streamlog responder (see :mod:`rsocket_tx.apps.streamlog`).
 ROUTE_APPEND = "log.append"
 ROUTE_STAGE = "log.stage"
 ROUTE_COMMIT = "log.commit"

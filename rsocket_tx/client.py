@@ -7,32 +7,24 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from .core.config import (
-    DEFAULT_DRAIN_TIMEOUT,
-    DEFAULT_KEEPALIVE_INTERVAL,
-    DEFAULT_LEASE_GRACE,
-    DEFAULT_MAX_CONCURRENT_STREAMS,
-    DEFAULT_MAX_LIFETIME,
-    DEFAULT_MAX_REASSEMBLED_SIZE,
-    DEFAULT_MAX_RESUME_BUFFER_SIZE,
-    DEFAULT_MAX_SEND_BUFFER_SIZE,
-    DEFAULT_RECONNECT_INITIAL_DELAY,
-    DEFAULT_RECONNECT_MAX_DELAY,
-    DEFAULT_RESUME_SESSION_TIMEOUT,
-    ConnectionConfig,
-)
+from .core.config import DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_MAX_LIFETIME, ConnectionConfig
 from .core.frames import SetupFrame, encode
 from .core.framing import MAX_FRAME_LENGTH
 from .core.lease import LeasePolicy
 from .core.payload import Payload
 from .core.resume import new_token
-from .endpoints import client_endpoint
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
-from .protocol import RSocketClientFactory
+from .protocol import CLIENT_SETTINGS, RSocketClientFactory, build_config, settings_signature
 from .responder import Responder
-from .tls import tls_error
+from .transports.endpoints import client_endpoint
+from .transports.tls import tls_error
 
-__all__ = ["connect", "make_setup"]
+__all__ = ["CONNECT_SETTINGS", "connect", "make_setup"]
+
+#: The :class:`~rsocket_tx.core.config.ConnectionConfig` fields :func:`connect` takes as
+#: keyword arguments: the client factory's (:data:`~rsocket_tx.protocol.CLIENT_SETTINGS`) and
+#: the two that go into SETUP.
+CONNECT_SETTINGS = ("keepalive_interval", "max_lifetime", *CLIENT_SETTINGS)
 
 
 def make_setup(*, data_mime_type: str = "application/octet-stream",
@@ -96,23 +88,16 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             setup_payload: Payload | None = None,
             data_mime_type: str = "application/octet-stream",
             metadata_mime_type: str = "application/octet-stream",
-            keepalive_interval: int = DEFAULT_KEEPALIVE_INTERVAL,
-            max_lifetime: int = DEFAULT_MAX_LIFETIME, fragment_size: int | None = None,
-            max_frame_size: int = MAX_FRAME_LENGTH,
-            max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
-            max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
-            max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
-            drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
+            config: ConnectionConfig | None = None,
             frame_logger: Callable | None = None,
             auth: Credentials | None = None,
             resume: bool = False, resume_token: bytes | None = None,
-            resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
-            max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
-            reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
-            reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY,
-            lease: bool | LeasePolicy = False,
-            lease_grace: int = DEFAULT_LEASE_GRACE) -> Deferred:
+            lease: bool | LeasePolicy = False, **settings) -> Deferred:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
+
+    The connection's settings are one :class:`~rsocket_tx.core.config.ConnectionConfig`
+    (``config``); the keyword settings below (:data:`CONNECT_SETTINGS`) are its fields,
+    applied to it.
 
     :param endpoint: a Twisted client endpoint string (``"tcp:host=localhost:port=7878"``,
         ``"tls:host=localhost:port=7879:trustRoots=CADIR"``,
@@ -128,6 +113,8 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :param setup_payload: data and metadata sent in SETUP.
     :param data_mime_type: SETUP data MIME type (ASCII).
     :param metadata_mime_type: SETUP metadata MIME type (ASCII).
+    :param config: the connection settings (None: the defaults); its keepalive interval and
+        max lifetime go into SETUP.
     :param keepalive_interval: milliseconds between our KEEPALIVE frames.
     :param max_lifetime: milliseconds of server silence before the connection is declared dead
         and every outstanding request fails with ConnectionLostError.
@@ -177,9 +164,9 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :returns: Deferred firing with a connected :class:`~rsocket_tx.requester.RSocket`, or
         failing with the endpoint's connection error (or, with ``lease``, the error that
         closed the connection before the first LEASE). Over TLS it fires once the handshake
-        is done, and fails with :class:`~rsocket_tx.tls.TLSVerificationError` when the
+        is done, and fails with :class:`~rsocket_tx.transports.tls.TLSVerificationError` when the
         server's certificate is not trusted or does not name the host (the message says
-        which), or :class:`~rsocket_tx.tls.TLSError` for other TLS failures; a connection
+        which), or :class:`~rsocket_tx.transports.tls.TLSError` for other TLS failures; a connection
         lost to TLS later (e.g. the server refusing our client certificate, which TLS 1.3
         reports after the handshake) fails outstanding requests with that error too. A TLS
         verification failure is not retried by ``resume``.
@@ -189,6 +176,7 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
+    config = build_config(config, settings, CONNECT_SETTINGS, "connect")
     if resume_token is None and resume:
         resume_token = new_token()
     if isinstance(lease, LeasePolicy):
@@ -199,27 +187,18 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
         raise TypeError(f"lease must be True, False or a rsocket_tx.lease.LeasePolicy, got "
                         f"{lease!r}")
     setup = make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type,
-                       setup_payload=setup_payload, keepalive_interval=keepalive_interval,
-                       max_lifetime=max_lifetime, auth=auth, resume_token=resume_token,
+                       setup_payload=setup_payload,
+                       keepalive_interval=config.keepalive_interval,
+                       max_lifetime=config.max_lifetime, auth=auth, resume_token=resume_token,
                        lease=lease is not False)
     ep = client_endpoint(reactor, endpoint)
-    factory = RSocketClientFactory(setup, responder, reactor=reactor,
-                                   fragment_size=fragment_size, max_frame_size=max_frame_size,
-                                   max_reassembled_size=max_reassembled_size,
-                                   max_concurrent_streams=max_concurrent_streams,
-                                   max_send_buffer_size=max_send_buffer_size,
-                                   drain_timeout=drain_timeout,
-                                   resume_session_timeout=resume_session_timeout,
-                                   max_resume_buffer_size=max_resume_buffer_size,
-                                   reconnect_initial_delay=reconnect_initial_delay,
-                                   reconnect_max_delay=reconnect_max_delay,
+    factory = RSocketClientFactory(setup, responder, reactor=reactor, config=config,
                                    reconnect=lambda: ep.connect(factory),
-                                   lease_policy=lease_policy, lease_grace=lease_grace,
-                                   frame_logger=frame_logger)
+                                   lease_policy=lease_policy, frame_logger=frame_logger)
     d = ep.connect(factory)
     d.addCallback(lambda proto: proto.when_secured())  # TLS: once the server is verified
     d.addErrback(_tls_failure)  # e.g. wss: the TLS error under a failed WebSocket handshake
-    d.addCallback(lambda proto: proto._ready())  # with leases: after the first LEASE
+    d.addCallback(lambda proto: proto.ready())  # with leases: after the first LEASE
     d.addCallback(lambda proto: proto.rsocket)
     return d
 
@@ -229,3 +208,8 @@ def _tls_failure(failure: Failure):
     if error is not None and error is not failure.value:
         raise error
     return failure
+
+
+# connect() takes the client settings of ConnectionConfig as keywords: show them in its
+# signature (help(), the API docs)
+connect.__signature__ = settings_signature(connect, CONNECT_SETTINGS)

@@ -40,7 +40,7 @@ from .core.lease import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .protocol import RSocketProtocol
+    from .interfaces import ILeaseHost
 
 __all__ = [
     "DEFAULT_LEASE_GRACE",
@@ -64,16 +64,23 @@ _log = Logger()
 class LeaseHandle:
     """The leases of one connection, both ways.
 
+    The protocol drives it (:meth:`start`, :meth:`renew`, :meth:`lease_received`,
+    :meth:`stop`, :meth:`when_first_lease`); it reaches the connection through
+    :class:`~rsocket_tx.interfaces.ILeaseHost`.
+
+    :param host: the :class:`~rsocket_tx.interfaces.ILeaseHost` (the
+        :class:`~rsocket_tx.protocol.RSocketProtocol`).
+    :param policy: what this side grants the peer; None: unlimited grants.
     :ivar policy: the :class:`~rsocket_tx.core.lease.LeasePolicy` deciding what this side
         grants the peer (used only when the connection has leases).
     """
 
-    def __init__(self, protocol: RSocketProtocol, policy: LeasePolicy | None) -> None:
-        self._protocol = protocol
+    def __init__(self, host: ILeaseHost, policy: LeasePolicy | None) -> None:
+        self._host = host
         self.policy = policy if policy is not None else UnlimitedLeasePolicy()
         self._call = None  # the next policy round
         self._waiters: list[Deferred] = []  # when_available()
-        self._first: list[Deferred] = []  # _when_first_lease()
+        self._first: list[Deferred] = []  # when_first_lease()
         self._started = False
         self._ended: E.RSocketError | None = None
 
@@ -82,33 +89,33 @@ class LeaseHandle:
     @property
     def enabled(self) -> bool:
         """True when this connection uses leases (the client's SETUP had the L flag)."""
-        conn = self._protocol._conn
+        conn = self._host.connection
         return conn is not None and conn.lease_enabled
 
     def available(self) -> int | None:
         """Requests this side may send now under the peer's lease (0: none, or not yet);
         None when the connection does not use leases (no limit)."""
-        conn = self._protocol._conn
+        conn = self._host.connection
         return None if conn is None else conn.lease_available()
 
     @property
     def received(self) -> Lease | None:
         """The last :class:`~rsocket_tx.core.lease.Lease` the peer granted us, or None."""
-        conn = self._protocol._conn
+        conn = self._host.connection
         lease = None if conn is None else conn.requester_lease
         return None if lease is None else lease.lease
 
     @property
     def granted(self) -> Lease | None:
         """The last :class:`~rsocket_tx.core.lease.Lease` we granted the peer, or None."""
-        conn = self._protocol._conn
+        conn = self._host.connection
         lease = None if conn is None else conn.responder_lease
         return None if lease is None else lease.lease
 
     def stats(self) -> LeaseStats | None:
         """What our responder granted and saw (:class:`~rsocket_tx.core.lease.LeaseStats`),
         or None without leases."""
-        conn = self._protocol._conn
+        conn = self._host.connection
         return None if conn is None else conn.lease_stats()
 
     # ------------------------------------------------------------------ control
@@ -135,19 +142,20 @@ class LeaseHandle:
 
         :raises LocalProtocolError: the connection does not use leases, or is closed.
         """
-        conn = self._protocol._conn
+        host = self._host
+        conn = host.connection
         if conn is None or not conn.is_open:
             raise E.LocalProtocolError("the RSocket connection is closed")
-        conn.send_lease(lease, self._protocol._reactor.seconds())
-        self._protocol._flush_soon()
+        conn.send_lease(lease, host.reactor.seconds())
+        host.flush_soon()
 
-    # ------------------------------------------------------------------ protocol hooks
+    # ------------------------------------------------------------------ driven by the protocol
 
-    def _when_first_lease(self) -> Deferred:
+    def when_first_lease(self) -> Deferred:
         """A Deferred firing with None when the peer's first LEASE has arrived."""
         if self._ended is not None:
             return _failed(self._ended)
-        conn = self._protocol._conn
+        conn = self._host.connection
         if conn is not None and conn.requester_lease is not None \
                 and conn.requester_lease.leases_received:
             return _succeeded()
@@ -155,7 +163,7 @@ class LeaseHandle:
         self._first.append(d)
         return d
 
-    def _start(self) -> None:
+    def start(self) -> None:
         """The connection is established with leases: run the policy now, then every
         ``policy.interval`` ms (spec §Connection Establishment: the first LEASE is due at
         once)."""
@@ -164,7 +172,7 @@ class LeaseHandle:
         self._started = True
         self._round()
 
-    def _renew(self) -> None:
+    def renew(self) -> None:
         """Run the policy now and restart its rhythm (a resumed session: spec §Resume
         Operation, "LEASE semantics MUST be restarted upon a new connection")."""
         if self._call is not None and self._call.active():
@@ -175,26 +183,26 @@ class LeaseHandle:
 
     def _round(self) -> None:
         self._call = None
-        protocol = self._protocol
-        conn = protocol._conn
+        host = self._host
+        conn = host.connection
         if conn is None or not conn.is_open:
             return
         if not conn.is_detached:  # a resumable session without transport: at the resume
-            now = protocol._reactor.seconds()
+            now = host.reactor.seconds()
             try:
                 lease = self.policy.next_lease(now, conn.lease_stats())
                 if lease is not None:
                     conn.send_lease(lease, now)
             except Exception:  # noqa: BLE001 - a policy bug must not kill the connection
                 _log.failure("the lease policy {policy!r} failed", policy=self.policy)
-            protocol._flush()  # (held to the end of the read when one is being handled)
-        self._call = protocol._reactor.callLater(self.policy.interval / 1000.0, self._round)
+            host.flush()  # (held to the end of the read when one is being handled)
+        self._call = host.reactor.callLater(self.policy.interval / 1000.0, self._round)
 
-    def _received(self) -> None:
+    def lease_received(self) -> None:
         """A LEASE arrived: wake who waits for one."""
         first, self._first = self._first, []
         for d in first:
-            if not d.called:  # already failed by its own deadline (``protocol._ready``)
+            if not d.called:  # already failed by its own deadline (``protocol.ready``)
                 d.callback(None)
         if self._waiters:
             available = self.available()
@@ -203,7 +211,7 @@ class LeaseHandle:
                 for d in waiters:
                     d.callback(None)
 
-    def _stop(self, error: E.RSocketError | None) -> None:
+    def stop(self, error: E.RSocketError | None) -> None:
         """The connection is over: stop the policy, fail who waits."""
         if self._call is not None and self._call.active():
             self._call.cancel()
@@ -215,7 +223,7 @@ class LeaseHandle:
         self._first = []
         for d in waiters:
             # a first-lease Deferred may have failed already: the client's no-LEASE deadline
-            # (``protocol._ready``) fails it, then closes the connection, which stops us
+            # (``protocol.ready``) fails it, then closes the connection, which stops us
             if not d.called:
                 d.errback(self._ended)
 

@@ -1,10 +1,12 @@
 """Twisted transport glue: bytes from a transport into the sans-IO core, events out to
 Deferreds, streams and the application's :class:`~rsocket_tx.responder.Responder`.
 
-:class:`RSocketProtocol` is an ``IProtocol`` and an ``IPushProducer``: it registers itself as
-the transport's streaming producer, so a full write buffer pauses every outbound stream pump
-until the transport drains (``resumeProducing``). Writes are batched: everything the core
-queues while handling one read (or one API call) goes out in a single ``transport.write``.
+:class:`RSocketProtocol` is the RSocket protocol on the one Twisted bridge,
+:class:`~rsocket_tx.bridge.MuxProtocol`: an ``IProtocol`` and an ``IPushProducer`` that
+registers itself as the transport's streaming producer, so a full write buffer pauses every
+outbound stream pump until the transport drains (``resumeProducing``). Writes are batched:
+everything the core queues while handling one read (or one API call) goes out in a single
+``transport.write``.
 
 What waits in the transport for the peer to read is counted: the write that filled the
 transport's buffer (it pauses us), then everything written until it has drained (it resumes
@@ -29,13 +31,20 @@ Leases (spec §Lease Semantics): when the client's SETUP has the L flag, each si
 :class:`~rsocket_tx.lease.LeasePolicy` (the first LEASE as soon as the connection is
 established, then every ``policy.interval`` ms) and wakes who waits for a lease; the core
 enforces them both ways.
+
+Seams (:mod:`rsocket_tx.interfaces`): the protocol is the
+:class:`~rsocket_tx.interfaces.IStreamHost` of its streams and pumps, the
+:class:`~rsocket_tx.interfaces.ILeaseHost` of its lease handle and the
+:class:`~rsocket_tx.interfaces.IRequesterHost` of its :class:`~rsocket_tx.requester.RSocket`;
+its factory observes it as an :class:`~rsocket_tx.interfaces.IConnectionObserver`. Settings
+travel as one :class:`~rsocket_tx.core.config.ConnectionConfig`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from twisted.internet.defer import (
     CancelledError,
@@ -45,36 +54,14 @@ from twisted.internet.defer import (
     gatherResults,
     succeed,
 )
-from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import (
-    IHalfCloseableDescriptor,
-    IHandshakeListener,
-    IPushProducer,
-)
-from twisted.internet.protocol import ClientFactory, Factory, Protocol
+from twisted.internet.protocol import ClientFactory, Factory
 from twisted.logger import Logger
-from twisted.protocols.tls import TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
-from zope.interface import Interface, implementer
+from zope.interface import implementer
 
+from .bridge import ABORT_DELAY, MuxProtocol, describe_loss
 from .core import errors as E
-from .core.config import (
-    DEFAULT_DRAIN_TIMEOUT,
-    DEFAULT_KEEPALIVE_INTERVAL,
-    DEFAULT_LEASE_GRACE,
-    DEFAULT_MAX_CONCURRENT_STREAMS,
-    DEFAULT_MAX_LIFETIME,
-    DEFAULT_MAX_REASSEMBLED_SIZE,
-    DEFAULT_MAX_RESUME_BUFFER_SIZE,
-    DEFAULT_MAX_RESUME_SESSIONS,
-    DEFAULT_MAX_SEND_BUFFER_SIZE,
-    DEFAULT_RECONNECT_INITIAL_DELAY,
-    DEFAULT_RECONNECT_MAX_DELAY,
-    DEFAULT_RESUME_SESSION_TIMEOUT,
-    DEFAULT_SETUP_TIMEOUT,
-    ConnectionConfig,
-    check_drain_timeout,
-)
+from .core.config import ConnectionConfig, check_drain_timeout
 from .core.connection import Role, RSocketConnection
 from .core.events import (
     CancelReceived,
@@ -92,60 +79,33 @@ from .core.events import (
     StreamErrored,
 )
 from .core.frames import FrameType, ResumeFrame, SetupFrame
-from .core.framing import MAX_FRAME_LENGTH
 from .core.lease import NO_LEASE, LeasePolicy
 from .core.payload import Payload
 from .core.resume import Backoff, SessionStore
+from .interfaces import (
+    IConnectionObserver,
+    IFrameTransport,
+    ILeaseHost,
+    IRequesterHost,
+    IStreamHost,
+)
 from .lease import LeaseHandle
 from .requester import RSocket
 from .responder import Responder, SetupInfo
 from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
-from .tls import TLSError, tls_error
 
-__all__ = ["IFrameTransport", "RSocketProtocol", "RSocketClientFactory", "RSocketServerFactory"]
+__all__ = [
+    "ABORT_DELAY",
+    "CLIENT_SETTINGS",
+    "IFrameTransport",
+    "RSocketClientFactory",
+    "RSocketProtocol",
+    "RSocketServerFactory",
+    "SERVER_SETTINGS",
+    "build_config",
+]
 
 _log = Logger()
-
-#: Seconds after a graceful close's drain timeout at which a transport that has still not
-#: closed (its peer does not read the last bytes) is aborted.
-ABORT_DELAY = 1.0
-
-
-class IFrameTransport(Interface):
-    """A message transport (WebSocket): each RSocket frame travels as one message, with no
-    length prefix (spec §Framing: the transport keeps frame boundaries).
-
-    An :class:`RSocketProtocol` whose transport provides it makes its connection with
-    ``length_prefixed=False``, is fed whole frames through
-    :meth:`RSocketProtocol.frameReceived`, and writes with :meth:`writeFrames`. It registers
-    itself as the transport's streaming producer (``registerProducer(producer, True)``), which
-    must pause it while the underlying socket's buffer is full. ``loseConnection`` closes the
-    message channel cleanly after what was written (the WebSocket close handshake),
-    ``abortConnection`` drops it at once. (Also exported as
-    ``rsocket_tx.websocket.IFrameTransport``.)
-    """
-
-    def writeFrames(frames: list[bytes]) -> None:
-        """Send each item of ``frames`` (one whole RSocket frame, no length prefix) as one
-        message, in order. Frames written after the transport began closing are dropped."""
-
-    def registerProducer(producer, streaming: bool) -> None:
-        """Register a producer paused while the underlying socket's buffer is full."""
-
-    def unregisterProducer() -> None:
-        """Unregister the producer."""
-
-    def loseConnection() -> None:
-        """Close cleanly once what was written has gone out (WebSocket: close handshake)."""
-
-    def abortConnection() -> None:
-        """Close at once, dropping what is not sent yet."""
-
-    def getPeer():
-        """The underlying connection's remote ``IAddress``."""
-
-    def getHost():
-        """The underlying connection's local ``IAddress``."""
 
 
 def _as_deferred(result) -> Deferred | None:
@@ -159,10 +119,36 @@ def _as_deferred(result) -> Deferred | None:
     return None
 
 
-@implementer(IPushProducer, IHandshakeListener)
-class RSocketProtocol(Protocol):
+@implementer(IConnectionObserver)
+class _NoObserver:
+    """The observer of a protocol whose factory observes nothing."""
+
+    sessions = None
+
+    def connection_made(self, protocol) -> None:
+        pass
+
+    def connection_lost(self, protocol) -> None:
+        pass
+
+    def transport_lost(self, protocol) -> None:
+        pass
+
+    def session_resumed(self, protocol) -> None:
+        pass
+
+    def session_ended(self, protocol) -> None:
+        pass
+
+
+_NO_OBSERVER = _NoObserver()
+
+
+@implementer(IStreamHost, ILeaseHost, IRequesterHost)
+class RSocketProtocol(MuxProtocol):
     """One RSocket connection over one Twisted transport: a byte stream (TCP, TLS, ...) or a
-    message transport providing :class:`IFrameTransport` (WebSocket: one frame per message).
+    message transport providing :class:`~rsocket_tx.interfaces.IFrameTransport` (WebSocket:
+    one frame per message).
 
     :param role: ``"client"`` or ``"server"``.
     :param config: :class:`~rsocket_tx.core.config.ConnectionConfig`.
@@ -177,7 +163,8 @@ class RSocketProtocol(Protocol):
         an unlimited lease (:class:`~rsocket_tx.lease.UnlimitedLeasePolicy`).
 
     :ivar lease: the connection's :class:`~rsocket_tx.lease.LeaseHandle`.
-    :ivar tls_failure: the :class:`~rsocket_tx.tls.TLSError` the transport was lost to (a
+    :ivar rsocket: the connection's requester handle, :class:`~rsocket_tx.requester.RSocket`.
+    :ivar tls_failure: the :class:`~rsocket_tx.transports.tls.TLSError` the transport was lost to (a
         certificate or host name rejected, by us or by the peer), else None. The connection's
         close reason and the errors of its requests say the same.
     """
@@ -188,41 +175,26 @@ class RSocketProtocol(Protocol):
                  setup: SetupFrame | None = None,
                  frame_logger: Callable | None = None,
                  lease_policy: LeasePolicy | None = None) -> None:
+        super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self._role = role
         self._config = config
-        self._reactor = reactor
         self._responder = responder
         self._responder_factory = responder_factory
         self._setup_frame = setup
         self._frame_logger = frame_logger
-        self._conn: RSocketConnection | None = None
+        self._conn: RSocketConnection | None = None  # (also self.connection)
         self._own_parity = 1 if role == Role.CLIENT else 0  # stream ids we open: odd / even
         self.setup_info: SetupInfo | None = (
             SetupInfo.from_frame(setup) if setup is not None else None)
-        self._paused = False
-        self._queued = 0  # bytes written while the transport was paused
-        self._max_send_buffer = config.max_send_buffer_size
-        self._aborting = False  # the transport is being aborted: write nothing more
-        self._abort_call = None  # a graceful close's last resort
-        self._write_closed = False  # TCP half-closed after our last frame
-        self._frames = False  # the transport is an IFrameTransport (WebSocket)
-        self.tls_failure: TLSError | None = None
-        self._secured: list[Deferred] = []  # when_secured() waiters
-        self._dispatching = False
-        self._timer = None
-        self._flush_call = None  # a pending _flush_soon
         self._written: list[Deferred] = []  # fire-and-forget / metadata-push Deferreds
         self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
         self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
-        self._held: list | None = None  # events held while an async acceptor decides
         self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
         self.rsocket = RSocket(self)
         self.lease = LeaseHandle(self, lease_policy)
         self._ready_call = None  # the client's wait for its first LEASE
-        self._ended = False  # the RSocket connection is over (the transport may still drain)
-        self._transport_gone = False
         self._closed_waiters: list[Deferred] = []
         self.close_reason: E.RSocketError | None = None
         # resumption: the relay whose transport carries this session now (server), or the
@@ -237,7 +209,7 @@ class RSocketProtocol(Protocol):
             FrameType.REQUEST_STREAM: self._serve_stream,
             FrameType.REQUEST_CHANNEL: self._serve_channel,
         }
-        self._event_handlers = {
+        self.event_handlers = {
             PayloadReceived: self._on_payload,
             RequestReceived: self._on_request,
             RequestNReceived: self._on_request_n,
@@ -253,155 +225,175 @@ class RSocketProtocol(Protocol):
             ResumeReceived: self._on_resume_received,
         }
 
-    # ------------------------------------------------------------------ IProtocol
+    # (the test-suite reads these under their former names)
+    _ended = property(lambda self: self.ended)
+    _transport_gone = property(lambda self: self.transport_gone)
+
+    @property
+    def observer(self) -> IConnectionObserver:
+        """The :class:`~rsocket_tx.interfaces.IConnectionObserver` told about this
+        connection: its ``factory`` if that provides it, else an observer that ignores
+        everything."""
+        factory = self.factory
+        return factory if IConnectionObserver.providedBy(factory) else _NO_OBSERVER
+
+    # ------------------------------------------------------------------ bridge hooks
+
+    def make_connection(self) -> RSocketConnection:
+        """The sans-IO :class:`~rsocket_tx.core.connection.RSocketConnection` (without length
+        prefixes over a message transport); the responder learns its requester handle."""
+        config = self._config
+        if self.message_transport:
+            # a message transport: one frame per message, no length prefix
+            config = dataclasses.replace(config, length_prefixed=False)
+        conn = self._conn = RSocketConnection(self._role, config, setup=self._setup_frame,
+                                              now=self.reactor.seconds(),
+                                              frame_logger=self._frame_logger)
+        # IStreamHost, bound straight to the connection: no extra call per item
+        self.send_item = conn.send_payload
+        self.credit = conn.credit
+        if self._responder is not None:
+            self._responder.rsocket = self.rsocket
+            if self.setup_info is not None:
+                self._responder.setup = self.setup_info
+        return conn
+
+    def connection_started(self) -> None:
+        if self._conn.lease_enabled:
+            self.lease.start()  # the client-side responder's first LEASE follows SETUP
 
     def connectionMade(self) -> None:
         if self._conn is not None:
             self._reconnected()
             return
-        config = self._config
-        if IFrameTransport.providedBy(self.transport):
-            # a message transport: one frame per message, no length prefix
-            self._frames = True
-            config = dataclasses.replace(config, length_prefixed=False)
-        self._conn = RSocketConnection(self._role, config, setup=self._setup_frame,
-                                       now=self._reactor.seconds(),
-                                       frame_logger=self._frame_logger)
-        if self._responder is not None:
-            self._responder.rsocket = self.rsocket
-            if self.setup_info is not None:
-                self._responder.setup = self.setup_info
-        self.transport.registerProducer(self, True)
-        if self._conn.lease_enabled:
-            self.lease._start()  # the client-side responder's first LEASE follows SETUP
-        self._flush()  # the client's SETUP (and LEASE), in one write
-        self._schedule_tick()
-        connection_made = getattr(self.factory, "_connection_made", None)
-        if connection_made is not None:
-            connection_made(self)
+        super().connectionMade()  # the client's SETUP (and LEASE), in one write
+        self.observer.connection_made(self)
 
     def dataReceived(self, data: bytes) -> None:
         if self._delegate is not None:
             self._delegate.dataReceived(data)  # a relay of a resumed session
             return
-        events = self._conn.receive_data(data, self._reactor.seconds())
+        events = self._conn.receive_data(data, self.reactor.seconds())
         if events:
-            self._handle(events)
-        self._flush()
+            self.handle_events(events)
+        self.flush()
 
     def frameReceived(self, frame: bytes) -> None:
-        """One whole RSocket frame (no length prefix) from an :class:`IFrameTransport`: one
-        WebSocket binary message."""
+        """One whole RSocket frame (no length prefix) from an
+        :class:`~rsocket_tx.interfaces.IFrameTransport`: one WebSocket binary message."""
         if self._delegate is not None:
             self._delegate.frameReceived(frame)  # a relay of a resumed session
             return
-        events = self._conn.receive_frame(frame, self._reactor.seconds())
-        if events:
-            self._handle(events)
-        self._flush()
+        super().frameReceived(frame)
 
     def framesReceived(self, frames: list[bytes]) -> None:
-        """Several whole frames from an :class:`IFrameTransport` (the messages of one read),
-        handled as one read of a byte stream: their events in one batch, one write."""
+        """Several whole frames from an :class:`~rsocket_tx.interfaces.IFrameTransport` (the
+        messages of one read), handled as one read of a byte stream: their events in one
+        batch, one write."""
         if self._delegate is not None:
             self._delegate.framesReceived(frames)
             return
-        conn = self._conn
-        if not conn.is_established:  # (SETUP, RESUME: handled one at a time)
+        if not self._conn.is_established:  # (SETUP, RESUME: handled one at a time)
             for frame in frames:
                 self.frameReceived(frame)
             return
-        now = self._reactor.seconds()
-        receive = conn.receive_frame
-        events = []
-        for frame in frames:
-            events += receive(frame, now)
-        if events:
-            self._handle(events)
-        self._flush()
+        super().framesReceived(frames)
 
     def transport_error(self, reason: str) -> None:
         """The transport received something that is no RSocket frame (a WebSocket text
         message, a message past the max frame size): close the connection with
         ERROR[CONNECTION_ERROR] ``reason`` (spec §Error Codes), then close the transport."""
         target = self._delegate if self._delegate is not None else self
-        if target._conn is not None and target._conn.is_open:
+        if target.is_open:
             target.close(E.ConnectionError(reason))
         elif self.transport is not None:
             self.transport.loseConnection()
 
-    def handshakeCompleted(self) -> None:
-        """``IHandshakeListener``: the TLS handshake under this protocol is done (the peer's
-        certificate and host name verified)."""
-        waiters, self._secured = self._secured, []
-        for d in waiters:
-            d.callback(self)
-
-    def when_secured(self) -> Deferred:
-        """A Deferred firing with this protocol once its TLS handshake is done (at once when
-        the transport is not TLS, or the handshake is already done); it fails with the
-        :class:`~rsocket_tx.tls.TLSError` (or other reason) the connection was lost to."""
-        transport = self.transport
-        if not isinstance(transport, TLSMemoryBIOProtocol) or \
-                getattr(transport, "_handshakeDone", True):
-            return succeed(self)
-        d = Deferred()
-        self._secured.append(d)
-        return d
-
-    def connectionLost(self, reason=None) -> None:
-        error = tls_error(reason) if reason is not None else None
-        if error is not None:  # OpenSSL's tuple of codes becomes words
-            self.tls_failure = error
-            reason = Failure(error)
-        waiters, self._secured = self._secured, []
-        try:
-            self._connection_lost(reason)
-        finally:
-            for d in waiters:
-                d.errback(reason if reason is not None else Failure(ConnectionDone()))
-
-    def _connection_lost(self, reason) -> None:
+    def transport_lost(self, reason) -> None:
         if self._delegate is not None:
-            self._delegate._relay_lost(self, reason)  # a relay: its session lost the transport
+            self._delegate.relay_lost(self, reason)  # a relay: its session lost the transport
             return
         if self._relay is not None:
             return  # the session's first transport, already replaced by a resumed one
         self._transport_lost(reason)
 
     def _transport_lost(self, reason) -> None:
-        for call in (self._timer, self._flush_call, self._abort_call):
-            if call is not None and call.active():
-                call.cancel()
-        self._timer = self._flush_call = self._abort_call = None
-        self._transport_gone = True
+        self.stop_timers()
+        self.transport_gone = True
         conn = self._conn
         if conn is not None:
-            if reason is None or reason.check(ConnectionDone):
-                why = "the transport closed cleanly"
-            else:
-                why = f"connection lost: {reason.getErrorMessage()}"
-            if conn.is_resumable and conn.is_open and not self._aborting:
-                self._handle(conn.detach(self._reactor.seconds(), why))
+            why = describe_loss(reason)
+            if conn.is_resumable and conn.is_open and not self.aborting:
+                self.handle_events(conn.detach(self.reactor.seconds(), why))
                 if conn.is_open:  # the session waits for a resume
-                    self._schedule_tick()  # its expiry
-                    reconnect = getattr(self.factory, "_reconnect_later", None)
-                    if reconnect is not None:
-                        reconnect(self)
+                    self.schedule_tick()  # its expiry
+                    self.observer.transport_lost(self)
                     return
             else:
-                self._handle(conn.connection_lost(why))
+                self.handle_events(conn.connection_lost(why))
         self._session_over()
 
+    def excessive_buffering(self, message: str) -> None:
+        """The peer does not read: abort the connection (nothing more is written); its
+        requests fail with :class:`~rsocket_tx.core.errors.ExcessiveBufferingError`."""
+        error = E.ExcessiveBufferingError(message)
+        _log.warn("RSocket connection aborted: {error}", error=error)
+        self.handle_events_now(self._conn.connection_lost(error=error))
+
+    def producing_resumed(self) -> None:
+        for pump in list(self._pumps.values()):
+            pump.resume()
+
+    def data_flushed(self) -> None:
+        if self._written and not self._conn.is_detached:
+            self._fire_written()
+
+    def connection_ended(self) -> None:
+        if not self.ended:
+            # a graceful close ended with the last stream, in an API call: its
+            # ConnectionClosed is pending
+            pending = self._conn.pending_events()
+            if pending:
+                self.handle_events_now(pending)
+                return
+        if not self.transport_gone:  # (a detached session that ended has none)
+            self.end_transport()
+
+    def events_handled(self) -> None:
+        # wake consumers once per read, with every item of the read already queued: one
+        # coroutine resumption drains them all
+        while self._wakeups:
+            wakeups, self._wakeups = self._wakeups, []
+            for stream in wakeups:
+                stream.wake()
+
+    # ------------------------------------------------------------------ session state
+
     def _session_over(self) -> None:
-        """The RSocket connection is over and no transport is left: tell the factory and
+        """The RSocket connection is over and no transport is left: tell the observer and
         whoever waits in :meth:`when_closed`."""
-        connection_lost = getattr(self.factory, "_connection_lost", None)
-        if connection_lost is not None:
-            connection_lost(self)
+        self.observer.connection_lost(self)
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
             d.callback(None)
+
+    def end_session(self, why: str) -> None:
+        """End a resumable session that lost its transport and waits for a resume (see
+        :meth:`~rsocket_tx.interfaces.IConnectionObserver.transport_lost`): its requests fail
+        with :class:`~rsocket_tx.core.errors.ConnectionLostError` ``why``, and the
+        connection is over.
+
+        :param why: what happened, in words.
+        """
+        self.handle_events_now(self._conn.connection_lost(why))
+        self._session_over()
+
+    @property
+    def is_resumable(self) -> bool:
+        """True if the connection was set up resumable (SETUP with R; spec §Resuming
+        Operation)."""
+        conn = self._conn
+        return conn is not None and conn.is_resumable
 
     @property
     def is_closing(self) -> bool:
@@ -416,7 +408,7 @@ class RSocketProtocol(Protocol):
         connection is over only when its session is: not when a transport is lost and the
         session waits for a resume."""
         d = Deferred()
-        if self._transport_gone and (self._conn is None or not self._conn.is_open):
+        if self.transport_gone and (self._conn is None or not self._conn.is_open):
             d.callback(None)
         else:
             self._closed_waiters.append(d)
@@ -436,32 +428,32 @@ class RSocketProtocol(Protocol):
 
     def _reconnected(self) -> None:
         """Client: the factory reconnected this session's endpoint: send RESUME."""
-        self._transport_gone = False
-        self._aborting = False
-        self._queued = 0
+        self.transport_attached()
         conn = self._conn
         if not conn.is_open or not conn.is_detached:
             self.transport.loseConnection()  # the session ended while we reconnected
             return
-        if IFrameTransport.providedBy(self.transport) != self._frames:
+        if IFrameTransport.providedBy(self.transport) != self.message_transport:
             _log.warn("RSocket session cannot resume over a transport of another kind "
                       "(a byte stream and a message transport frame differently)")
             self.transport.loseConnection()
             return
         self.transport.registerProducer(self, True)
-        conn.start_resume(self._reactor.seconds())
-        self._flush()  # RESUME, in one write
-        self._schedule_tick()
+        conn.start_resume(self.reactor.seconds())
+        self.flush()  # RESUME, in one write
+        self.schedule_tick()
 
-    def _relay_lost(self, relay: RSocketProtocol, reason) -> None:
+    def relay_lost(self, relay: RSocketProtocol, reason) -> None:
+        """Server session: the transport of ``relay`` (the connection that resumed this
+        session) was lost; it counts only if ``relay`` still carries the session."""
         if self._relay is relay:
             self._transport_lost(reason)
 
     def _on_detached(self, event: ConnectionDetached) -> None:
-        self._paused = True  # outbound pumps wait for the resume
+        self.paused = True  # outbound pumps wait for the resume
         _log.info("RSocket connection lost its transport ({error}); the session waits to be "
                   "resumed", error=event.error)
-        if self.transport is not None and not self._transport_gone:
+        if self.transport is not None and not self.transport_gone:
             # presumed dead (max lifetime): drop it; its connectionLost finds us detached
             self.transport.abortConnection()
 
@@ -469,233 +461,65 @@ class RSocketProtocol(Protocol):
         self.resumes += 1
         _log.info("RSocket session resumed: {resent} frame(s) sent again from position "
                   "{position}", resent=event.resent, position=event.position)
-        resumed = getattr(self.factory, "_resumed", None)
-        if resumed is not None:
-            resumed(self)
+        self.observer.session_resumed(self)
         self.resumeProducing()  # pumps go on (what they send is queued after the resent)
         if self._conn.lease_enabled:
             # spec §Resume Operation: lease semantics restart on the new connection
-            self.lease._renew()
-        self._schedule_tick()
+            self.lease.renew()
+        self.schedule_tick()
         waiters, self._resume_waiters = self._resume_waiters, []
         for d in waiters:
             d.callback(None)
 
     def _on_resume_received(self, event: ResumeReceived) -> None:
         """Server: this connection began with RESUME: hand it to the session of its token."""
-        sessions = getattr(self.factory, "sessions", None)
+        sessions = self.observer.sessions
         session = None if sessions is None else sessions.get(event.frame.token)
-        if session is None or session._conn is None or not session._conn.is_open:
-            self._handle_now(self._conn.reject_resume(
+        if session is None or not session.is_open:
+            self.handle_events_now(self._conn.reject_resume(
                 "no resumable session has this token (unknown, or it expired)"))
             return
-        if session._frames != self._frames:
-            self._handle_now(self._conn.reject_resume(
+        if session.message_transport != self.message_transport:
+            self.handle_events_now(self._conn.reject_resume(
                 "the session was set up over another kind of transport (TCP and WebSocket "
                 "frame differently); resume it over the same kind"))
             return
-        for call in (self._timer, self._flush_call):
-            if call is not None and call.active():
-                call.cancel()
-        self._timer = self._flush_call = None
+        self.stop_timers(abort=False)
         self._delegate = session
-        connection_lost = getattr(self.factory, "_connection_lost", None)
-        if connection_lost is not None:
-            connection_lost(self)  # the session is the connection now
-        session._adopt(self, event.frame)
+        self.observer.connection_lost(self)  # the session is the connection now
+        session.adopt_relay(self, event.frame)
 
-    def _adopt(self, relay: RSocketProtocol, frame: ResumeFrame) -> None:
-        """Server session: continue on ``relay``'s transport."""
-        old = None if self._transport_gone else self.transport
+    def adopt_relay(self, relay: RSocketProtocol, frame: ResumeFrame) -> None:
+        """Server session: continue on the transport of ``relay``, a new connection that began
+        with ``frame`` (RESUME for this session's token; spec §Resuming Operation)."""
+        old = None if self.transport_gone else self.transport
         self._relay = relay  # from now on only this relay's transport counts
-        events = self._conn.resume_session(frame, self._reactor.seconds())
+        events = self._conn.resume_session(frame, self.reactor.seconds())
         if old is not None:
             # the client gave this transport up (half-open): drop it; its connectionLost is
-            # ignored (this session's own, or a previous relay's: _relay_lost checks).  We stop
+            # ignored (this session's own, or a previous relay's: relay_lost checks).  We stop
             # being its producer first: its end would call our stopProducing() and pause the
             # streams that the resumed transport carries
-            self._paused = True
+            self.paused = True
             old.unregisterProducer()
             old.abortConnection()
         transport = relay.transport
         transport.unregisterProducer()
         self.transport = transport
-        self._transport_gone = False
-        self._aborting = False
-        self._queued = 0
+        self.transport_attached()
         transport.registerProducer(self, True)
-        self._handle([e for e in events if e.__class__ is not ConnectionDetached])
-        self._flush()
-
-    # ------------------------------------------------------------------ IPushProducer
-
-    def pauseProducing(self) -> None:
-        self._paused = True
-
-    def resumeProducing(self) -> None:
-        self._paused = False
-        self._queued = 0  # a transport resumes us once its buffer has drained
-        for pump in list(self._pumps.values()):
-            pump.resume()
-
-    def stopProducing(self) -> None:
-        self._paused = True
-
-    # ------------------------------------------------------------------ output
-
-    def _flush(self, force: bool = False) -> None:
-        """Write what the core queued, in one ``transport.write``.
-
-        While a read is being handled, writes are held until its end (batching), unless
-        ``force``: an outbound pump forces a write every few hundred KiB so the transport can
-        apply backpressure (``pauseProducing``) mid-batch.
-        """
-        if self._dispatching and not force:
-            return
-        conn = self._conn
-        if conn is None:
-            return
-        chunks = conn.chunks_to_send()
-        if chunks:
-            paused = self._paused
-            if paused:
-                # the transport's buffer is full: what we add now waits for the peer to read
-                self._queued += sum(map(len, chunks))
-                if self._queued > self._max_send_buffer:
-                    self._excessive_buffering()
-                    return
-            if self._frames:
-                # a message transport: with no length prefix each chunk is one whole frame
-                self.transport.writeFrames(chunks)
-            elif len(chunks) <= 4:
-                # one frame, or a large payload queued as header + data: no copy here
-                self.transport.writeSequence(chunks)
-            else:
-                self.transport.write(b"".join(chunks))  # many small frames: one C-level join
-            if self._paused and not paused:
-                # this write filled the transport's buffer: it waits for the peer, in full
-                self._queued = sum(map(len, chunks))
-                if self._queued > self._max_send_buffer:
-                    self._excessive_buffering()
-                    return
-        if self._written and not conn.is_detached:
-            self._fire_written()
-        if not conn.is_open and self.transport is not None and not self._aborting:
-            if not self._ended:
-                # a graceful close ended with the last stream, in an API call: its
-                # ConnectionClosed is pending
-                pending = conn.pending_events()
-                if pending:
-                    self._handle_now(pending)
-                    return
-            if not self._transport_gone:  # (a detached session that ended has none)
-                self._end_transport()
-
-    def _end_transport(self) -> None:
-        """Close the transport after our last frame (often an ERROR on stream 0).
-
-        On a message transport (WebSocket): its clean close (the close handshake). On TCP:
-        half-close (FIN after the last byte) and keep reading until the peer closes,
-        aborting after :data:`ABORT_DELAY` seconds. Closing outright while the peer is still
-        sending (e.g. the rest of a SETUP written in several writes) makes our kernel answer
-        with RST, and a peer that receives RST may drop our ERROR unread.
-        """
-        transport = self.transport
-        if self._frames or not IHalfCloseableDescriptor.providedBy(transport):
-            # (a WebSocket, or not a real TCP socket)
-            transport.loseConnection()
-            return
-        if self._write_closed:
-            return
-        self._write_closed = True
-        transport.loseWriteConnection()
-        if self._abort_call is None:  # (a graceful close's abort timer may be running)
-            self._abort_call = self._reactor.callLater(ABORT_DELAY, transport.abortConnection)
-
-    def _excessive_buffering(self) -> None:
-        """The peer does not read: abort the connection (nothing more is written)."""
-        error = E.ExcessiveBufferingError(
-            f"the peer is not reading: {self._queued} bytes are queued for it, more than the "
-            f"max_send_buffer_size of {self._max_send_buffer} bytes; the connection is aborted")
-        _log.warn("RSocket connection aborted: {error}", error=error)
-        self._aborting = True
-        self._handle_now(self._conn.connection_lost(error=error))
-
-    def _flush_soon(self) -> None:
-        """Write what the core queued at the end of this reactor turn.
-
-        Requests made by application code (outside a read) are coalesced: a burst of
-        fire-and-forgets or requests issued in one turn goes out in one ``transport.write``.
-        No latency is added: a transport writes to its socket only when the reactor next polls,
-        and this delayed call runs before that poll.
-        """
-        if self._dispatching or self._flush_call is not None:
-            return  # the end of the read being handled, or the pending call, writes it
-        self._flush_call = self._reactor.callLater(0, self._flush_later)
-
-    def _flush_later(self) -> None:
-        self._flush_call = None
-        self._flush()
-
-    # ------------------------------------------------------------------ time
-
-    def _schedule_tick(self) -> None:
-        deadline = self._conn.next_deadline()
-        if deadline is None:
-            return
-        delay = max(0.0, deadline - self._reactor.seconds())
-        if self._timer is not None and self._timer.active():
-            self._timer.reset(delay)
-        else:
-            self._timer = self._reactor.callLater(delay, self._tick)
-
-    def _tick(self) -> None:
-        self._timer = None
-        events = self._conn.tick(self._reactor.seconds())
-        if events:
-            self._handle(events)
-        self._flush()
-        self._schedule_tick()
+        self.handle_events([e for e in events if e.__class__ is not ConnectionDetached])
+        self.flush()
 
     # ------------------------------------------------------------------ events
 
-    def _handle(self, events: list) -> None:
-        if self._held is not None:
-            self._held.extend(events)
-            return
-        was = self._dispatching
-        self._dispatching = True
-        try:
-            handlers = self._event_handlers
-            for i, event in enumerate(events):
-                try:
-                    handlers[event.__class__](event)
-                except Exception:  # noqa: BLE001 - an app bug must not kill the connection
-                    _log.failure("error handling {event!r}", event=event)
-                if self._held is not None:  # an async acceptor is deciding: hold the rest
-                    self._held.extend(events[i + 1:])
-                    return
-                if self._ended:
-                    # the connection closed (e.g. SETUP rejected): the rest of this read is moot
-                    break
-            if not was:
-                # wake consumers once per read, with every item of the read already queued:
-                # one coroutine resumption drains them all
-                while self._wakeups:
-                    wakeups, self._wakeups = self._wakeups, []
-                    for stream in wakeups:
-                        stream._wake()
-        finally:
-            self._dispatching = was
-        self._flush()
-
     def _on_setup(self, event: SetupReceived) -> None:
         info = self.setup_info = SetupInfo.from_frame(event.setup)
-        self._schedule_tick()  # from the setup timeout to the client's max lifetime
+        self.schedule_tick()  # from the setup timeout to the client's max lifetime
         token = event.setup.resume_token
         if token is not None:
             # a resumable session: findable by its token until it ends
-            sessions = getattr(self.factory, "sessions", None)
+            sessions = self.observer.sessions
             refused = "resume is not enabled" if sessions is None else sessions.add(token, self)
             if refused is not None:
                 self._reject_setup(E.RejectedSetupError(refused))
@@ -715,10 +539,10 @@ class RSocketProtocol(Protocol):
             self._setup_rejected(Failure())
             return
         if d is not None:  # decided later: hold the connection's other events until then
-            self._held = []
+            self.held = []
             d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
         elif self._conn.lease_enabled and self._conn.is_open:
-            self.lease._start()  # spec §Connection Establishment: the first LEASE, at once
+            self.lease.start()  # spec §Connection Establishment: the first LEASE, at once
 
     def _setup_rejected(self, failure: Failure) -> None:
         exc = failure.value
@@ -728,30 +552,24 @@ class RSocketProtocol(Protocol):
         self._reject_setup(exc)
 
     def _reject_setup(self, error: E.SetupError) -> None:
-        self._handle_now(self._conn.reject_setup(error))
+        self.handle_events_now(self._conn.reject_setup(error))
 
     def _setup_accepted_later(self, _) -> None:
-        held, self._held = self._held, None
+        held, self.held = self.held, None
         if self._conn.lease_enabled and self._conn.is_open:
-            self.lease._start()
-        self._handle(held)
-        self._flush()
+            self.lease.start()
+        self.handle_events(held)
+        self.flush()
 
     def _setup_rejected_later(self, failure: Failure) -> None:
-        self._held = None
+        self.held = None
         self._setup_rejected(failure)
-        self._flush()
-
-    def _handle_now(self, events: list) -> None:
-        held, self._held = self._held, None
-        self._handle(events)
-        if held is not None and self._conn.is_open:
-            self._held = held
+        self.flush()
 
     def _on_lease(self, event: LeaseReceived) -> None:
         if self._conn.lease_enabled:
-            self.lease._received()
-            self._schedule_tick()  # a tick when this lease expires
+            self.lease.lease_received()
+            self.schedule_tick()  # a tick when this lease expires
 
     def _on_request(self, event: RequestReceived) -> None:
         responder = self._responder
@@ -784,11 +602,12 @@ class RSocketProtocol(Protocol):
         sid = event.stream_id
         inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
         if event.complete:
-            inbound._on_complete()
+            inbound.on_complete()
         else:
             self._inbound[sid] = inbound
             self._conn.send_request_n(sid, DEFAULT_PREFETCH)
-        inbound._pump = self._start_pump(sid, responder.request_channel, event.payload, inbound)
+        inbound.attach_outbound(
+            self._start_pump(sid, responder.request_channel, event.payload, inbound))
 
     @staticmethod
     def _call_one_way(handler, arg) -> None:
@@ -812,7 +631,7 @@ class RSocketProtocol(Protocol):
             self._stream_failed_locally(sid, to_rsocket_error(exc))
             return None
         pump = OutboundPump(self, sid, source)
-        if not pump._stopped:
+        if not pump.stopped:
             self._pumps[sid] = pump
         return pump
 
@@ -835,14 +654,14 @@ class RSocketProtocol(Protocol):
         self._handlers.pop(sid, None)
         if self._conn.is_open:
             self._respond(payload, sid)
-            self._flush()
+            self.flush()
 
     def _respond_error_later(self, failure: Failure, sid: int) -> None:
         self._handlers.pop(sid, None)
         if failure.check(CancelledError) or not self._conn.is_open:
             return  # the requester canceled (we canceled the handler), or the connection ended
         self._respond_error(failure, sid)
-        self._flush()
+        self.flush()
 
     def _on_request_n(self, event: RequestNReceived) -> None:
         pump = self._pumps.get(event.stream_id)
@@ -862,7 +681,7 @@ class RSocketProtocol(Protocol):
             # (On a stream we requested, a CANCEL only stops our outbound half.)
             inbound = self._inbound.pop(sid, None)
             if inbound is not None:
-                inbound._on_error(E.CanceledError("the peer canceled the stream"))
+                inbound.on_error(E.CanceledError("the peer canceled the stream"))
 
     def _on_payload(self, event: PayloadReceived) -> None:
         sid = event.stream_id
@@ -873,10 +692,10 @@ class RSocketProtocol(Protocol):
                 d.callback(event.payload)
             return
         if event.payload is not None:
-            stream._on_next(event.payload)
+            stream.on_next(event.payload)
         if event.complete:
             del self._inbound[sid]
-            stream._on_complete()
+            stream.on_complete()
 
     def _on_stream_errored(self, event: StreamErrored) -> None:
         self._stream_failed(event.stream_id, event.error)
@@ -893,7 +712,7 @@ class RSocketProtocol(Protocol):
             pump.stop()
         stream = self._inbound.pop(sid, None)
         if stream is not None:
-            stream._on_error(error)
+            stream.on_error(error)
 
     def _stream_failed_locally(self, sid: int, error: E.RSocketError) -> None:
         """Our side of ``sid`` failed: ERROR to the peer, then end it here."""
@@ -908,7 +727,7 @@ class RSocketProtocol(Protocol):
         self._call_one_way(responder.metadata_push, event.metadata)
 
     def _on_connection_closing(self, event: ConnectionClosing) -> None:
-        self._schedule_tick()  # the drain deadline
+        self.schedule_tick()  # the drain deadline
         if event.by_peer:
             _log.info("RSocket peer is closing the connection ({error}); waiting for "
                       "{n} open stream(s)", error=event.error, n=event.open_streams)
@@ -919,18 +738,17 @@ class RSocketProtocol(Protocol):
                 and not isinstance(error, E.ConnectionCloseError):
             error = E.ConnectionLostError(str(error))
         self.close_reason = event.error
-        self.lease._stop(error)
+        self.lease.stop(error)
         if self._ready_call is not None and self._ready_call.active():
             self._ready_call.cancel()
         self._ready_call = None
         conn = self._conn
         if conn.resume_token is not None:
-            sessions = getattr(self.factory, "sessions", None)
+            observer = self.observer
+            sessions = observer.sessions
             if sessions is not None:
                 sessions.remove(conn.resume_token, self)
-            session_over = getattr(self.factory, "_session_ended", None)
-            if session_over is not None:
-                session_over(self)
+            observer.session_ended(self)
             waiters, self._resume_waiters = self._resume_waiters, []
             for d in waiters:
                 d.errback(error)
@@ -945,41 +763,60 @@ class RSocketProtocol(Protocol):
             pump.stop()
         inbound, self._inbound = self._inbound, {}
         for stream in inbound.values():
-            stream._on_error(error)
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None
-        if event.by_peer and event.error is not None and not self._aborting:
+            stream.on_error(error)
+        self.cancel_tick()
+        if event.by_peer and event.error is not None and not self.aborting:
             _log.info("RSocket connection closed: {error}", error=event.error)
-        self._ended = True
-        if self._aborting:
+        self.ended = True
+        transport = self.transport
+        if self.aborting:
             written, self._written = self._written, []
             for d in written:
                 d.errback(error)
-            if self.transport is not None and not self._transport_gone:
-                abort = getattr(self.transport, "abortConnection", None)
-                (abort or self.transport.loseConnection)()
-        elif self.transport is not None and not self._transport_gone:
-            if self._frames:
-                frames = self._conn.frames_to_send()
+            if transport is not None and not self.transport_gone:
+                abort = getattr(transport, "abortConnection", None)
+                (abort or transport.loseConnection)()
+        elif transport is not None and not self.transport_gone:
+            if self.message_transport:
+                frames = conn.frames_to_send()
                 if frames:
-                    self.transport.writeFrames(frames)
+                    transport.writeFrames(frames)
             else:
-                data = self._conn.data_to_send()
+                data = conn.data_to_send()
                 if data:
-                    self.transport.write(data)
+                    transport.write(data)
             self._fire_written()
-            self._end_transport()
+            self.end_transport()
         else:
             written, self._written = self._written, []
             for d in written:
                 d.errback(error)
-            if self._transport_gone and conn.resume_token is not None:
+            if self.transport_gone and conn.resume_token is not None:
                 self._session_over()  # a detached session ended (expired, or closed by us)
 
-    # ------------------------------------------------------------------ pump callbacks
+    # ------------------------------------------------------------------ IStreamHost
 
-    def _pump_complete(self, pump: OutboundPump) -> None:
+    def credit(self, stream_id: int) -> int:
+        """Items the peer still allows on ``stream_id`` (see
+        :class:`~rsocket_tx.interfaces.IStreamHost`; bound to the connection's ``credit``
+        once connected)."""
+        return self._conn.credit(stream_id)
+
+    def send_item(self, stream_id: int, payload: Payload) -> None:
+        """Queue ``payload`` on ``stream_id`` (see
+        :class:`~rsocket_tx.interfaces.IStreamHost`; bound to the connection's
+        ``send_payload`` once connected)."""
+        self._conn.send_payload(stream_id, payload)
+
+    def wake_later(self, stream: RequestStream) -> bool:
+        """See :meth:`~rsocket_tx.interfaces.IStreamHost.wake_later`."""
+        if self.dispatching:
+            self._wakeups.append(stream)
+            return True
+        return False
+
+    def pump_complete(self, pump: OutboundPump) -> None:
+        """``pump``'s source ended: COMPLETE on its stream (it needs no credit)."""
         sid = pump.stream_id
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]
@@ -988,18 +825,42 @@ class RSocketProtocol(Protocol):
                 self._conn.send_complete(sid)
             except E.LocalProtocolError:
                 pass
-        self._flush()
+        self.flush()
 
-    def _pump_failed(self, pump: OutboundPump, error: E.RSocketError) -> None:
+    def pump_failed(self, pump: OutboundPump, error: E.RSocketError) -> None:
+        """``pump``'s source failed: ERROR ``error`` on its stream."""
         sid = pump.stream_id
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]
         self._stream_failed_locally(sid, error)
-        self._flush()
+        self.flush()
+
+    def cancel(self, stream_id: int) -> None:
+        """The local consumer canceled ``stream_id``: CANCEL to the peer.
+
+        A requester's CANCEL ends the whole stream (our outbound half of a channel too); a
+        channel responder's ends only its inbound half, its outbound goes on.
+        """
+        self._responses.pop(stream_id, None)
+        self._inbound.pop(stream_id, None)
+        if self._conn.is_open:
+            self._conn.send_cancel(stream_id)
+        if not self._conn.has_stream(stream_id):
+            pump = self._pumps.pop(stream_id, None)
+            if pump is not None:
+                pump.stop()
+        self.flush()
+
+    def request_more(self, stream_id: int, n: int) -> None:
+        """REQUEST_N ``n`` on ``stream_id``, written at once, even in the middle of handling a
+        read: the responder refills the window while we consume the rest of what arrived."""
+        if self._conn.is_open:
+            self._conn.send_request_n(stream_id, n)
+            self.flush(force=True)
 
     # ------------------------------------------------------------------ leases
 
-    def _ready(self) -> Deferred:
+    def ready(self) -> Deferred:
         """Client: a Deferred firing with this protocol once requests may start. At once
         without leases; with leases, once the server's first LEASE has arrived (spec
         §Connection Establishment: a client that set L waits for it), failing with the error
@@ -1009,7 +870,7 @@ class RSocketProtocol(Protocol):
         conn = self._conn
         if conn is None or not conn.lease_enabled:
             return succeed(self)
-        d = self.lease._when_first_lease()
+        d = self.lease.when_first_lease()
         if not d.called:
             limit = conn.setup.max_lifetime
 
@@ -1023,7 +884,7 @@ class RSocketProtocol(Protocol):
                     "no request without one; it is closed")))
                 self.close()
 
-            self._ready_call = self._reactor.callLater(limit / 1000.0, no_lease)
+            self._ready_call = self.reactor.callLater(limit / 1000.0, no_lease)
 
             def arrived(result):
                 if self._ready_call is not None and self._ready_call.active():
@@ -1034,6 +895,8 @@ class RSocketProtocol(Protocol):
             d.addBoth(arrived)
         return d.addCallback(lambda _: self)
 
+    _ready = ready  # (the test-suite calls it under its former name)
+
     # ------------------------------------------------------------------ requester side
 
     def _check_open(self) -> None:
@@ -1043,9 +906,9 @@ class RSocketProtocol(Protocol):
     def request_response(self, payload: Payload) -> Deferred:
         self._check_open()
         sid = self._conn.request_response(payload)
-        d = Deferred(lambda _: self._cancel_stream(sid))
+        d = Deferred(lambda _: self.cancel(sid))
         self._responses[sid] = d
-        self._flush_soon()
+        self.flush_soon()
         return d
 
     def fire_and_forget(self, payload: Payload) -> Deferred:
@@ -1062,7 +925,7 @@ class RSocketProtocol(Protocol):
         """A Deferred that fires once what is queued now has been handed to the transport."""
         d = Deferred()
         self._written.append(d)
-        self._flush_soon()
+        self.flush_soon()
         return d
 
     def _fire_written(self) -> None:
@@ -1074,7 +937,7 @@ class RSocketProtocol(Protocol):
         self._check_open()
         sid = self._conn.request_stream(payload, prefetch)
         stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
-        self._flush_soon()
+        self.flush_soon()
         return stream
 
     def request_channel(self, payload: Payload, outbound, prefetch: int,
@@ -1085,34 +948,11 @@ class RSocketProtocol(Protocol):
         stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
         if not complete:
             pump = OutboundPump(self, sid, outbound)
-            if not pump._stopped:
+            if not pump.stopped:
                 self._pumps[sid] = pump
-            stream._pump = pump
-        self._flush_soon()
+            stream.attach_outbound(pump)
+        self.flush_soon()
         return stream
-
-    def _cancel_stream(self, sid: int) -> None:
-        """The local consumer canceled ``sid``: CANCEL to the peer.
-
-        A requester's CANCEL ends the whole stream (our outbound half of a channel too); a
-        channel responder's ends only its inbound half, its outbound goes on.
-        """
-        self._responses.pop(sid, None)
-        self._inbound.pop(sid, None)
-        if self._conn.is_open:
-            self._conn.send_cancel(sid)
-        if not self._conn.has_stream(sid):
-            pump = self._pumps.pop(sid, None)
-            if pump is not None:
-                pump.stop()
-        self._flush()
-
-    def _request_n(self, sid: int, n: int) -> None:
-        if self._conn.is_open:
-            self._conn.send_request_n(sid, n)
-            # written at once, even in the middle of handling a read: the responder refills the
-            # window while we consume the rest of what arrived
-            self._flush(force=True)
 
     def close(self, error: E.RSocketError | None = None) -> Deferred:
         """Close the connection now (after writing ``error`` as ERROR on stream 0, if given);
@@ -1123,7 +963,7 @@ class RSocketProtocol(Protocol):
         """
         d = self.when_closed()
         if self._conn is not None and self._conn.is_open:
-            self._handle(self._conn.close(error))
+            self.handle_events(self._conn.close(error))
         elif self.transport is not None:
             self.transport.loseConnection()
         return d
@@ -1153,32 +993,84 @@ class RSocketProtocol(Protocol):
         d = self.when_closed()
         conn = self._conn
         if conn is not None and conn.is_open and conn.is_detached:
-            self._handle_now(conn.close())  # no transport to drain streams through: end now
+            self.handle_events_now(conn.close())  # no transport to drain streams through
             return d
-        if conn is None or self._transport_gone:
+        if conn is None or self.transport_gone:
             return d
         if not conn.is_open:
             self.transport.loseConnection()
             return d
-        now = self._reactor.seconds()
-        delay = drain_timeout / 1000.0 + ABORT_DELAY
-        call = self._abort_call
-        if call is None:
-            self._abort_call = self._reactor.callLater(delay, self._abort_transport)
-        elif call.getTime() > now + delay:
-            call.reset(delay)
-        self._handle_now(conn.begin_close(now, drain_timeout, reason))
-        self._schedule_tick()  # the drain deadline
+        self.abort_later(drain_timeout / 1000.0 + ABORT_DELAY, (
+            f"RSocket connection aborted: its transport did not close within {ABORT_DELAY} s "
+            "of the drain timeout"))
+        self.handle_events_now(conn.begin_close(self.reactor.seconds(), drain_timeout, reason))
+        self.schedule_tick()  # the drain deadline
         return d
 
-    def _abort_transport(self) -> None:
-        self._abort_call = None
-        if self.transport is None or self._transport_gone:
-            return
-        _log.info("RSocket connection aborted: its transport did not close within "
-                  "{delay} s of the drain timeout", delay=ABORT_DELAY)
-        self._aborting = True
-        self.transport.abortConnection()
+
+# ---------------------------------------------------------------------- settings
+
+#: The :class:`~rsocket_tx.core.config.ConnectionConfig` fields a server takes as keyword
+#: arguments (:class:`RSocketServerFactory`, :func:`~rsocket_tx.server.serve`).
+SERVER_SETTINGS = (
+    "fragment_size", "max_frame_size", "max_reassembled_size", "setup_timeout",
+    "max_concurrent_streams", "max_send_buffer_size", "drain_timeout", "resume",
+    "resume_session_timeout", "max_resume_buffer_size", "max_resume_sessions", "lease_grace",
+)
+#: The :class:`~rsocket_tx.core.config.ConnectionConfig` fields a client factory takes as
+#: keyword arguments (:func:`~rsocket_tx.client.connect` takes ``keepalive_interval`` and
+#: ``max_lifetime`` too: they go into its SETUP).
+CLIENT_SETTINGS = (
+    "fragment_size", "max_frame_size", "max_reassembled_size", "max_concurrent_streams",
+    "max_send_buffer_size", "drain_timeout", "resume_session_timeout",
+    "max_resume_buffer_size", "reconnect_initial_delay", "reconnect_max_delay", "lease_grace",
+)
+
+
+def build_config(config: ConnectionConfig | None, settings: dict, allowed: Iterable[str],
+                 who: str) -> ConnectionConfig:
+    """The one :class:`~rsocket_tx.core.config.ConnectionConfig` a face passes down: ``config``
+    (None: the defaults) with the keyword ``settings`` applied.
+
+    :param config: a ConnectionConfig, or None.
+    :param settings: ``{field name: value}``, the keyword arguments a caller gave.
+    :param allowed: the field names ``who`` accepts.
+    :param who: the callable's name, for the error message.
+    :raises TypeError: a setting is not one of ``allowed``, or ``config`` is no
+        ConnectionConfig.
+    :raises ValueError: a setting is out of range (see
+        :meth:`~rsocket_tx.core.config.ConnectionConfig.validate`).
+    """
+    unknown = [name for name in settings if name not in allowed]
+    if unknown:
+        raise TypeError(f"{who}() got an unexpected keyword argument {unknown[0]!r}")
+    if config is None:
+        return ConnectionConfig(**settings)
+    if not isinstance(config, ConnectionConfig):
+        raise TypeError(f"config must be a rsocket_tx.core.config.ConnectionConfig, got "
+                        f"{config!r}")
+    return dataclasses.replace(config, **settings) if settings else config
+
+
+def settings_signature(function: Callable, names: Iterable[str], *,
+                       before: str = "config") -> inspect.Signature:
+    """``function``'s signature with its ``**settings`` spelled out: one keyword-only
+    parameter per :class:`~rsocket_tx.core.config.ConnectionConfig` field of ``names``, with
+    the field's default and type, in place of ``**settings`` and before parameter ``before``
+    (for ``help()`` and the API docs)."""
+    signature = inspect.signature(function)
+    fields = {f.name: f for f in dataclasses.fields(ConnectionConfig)}
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                               default=fields[name].default, annotation=fields[name].type)
+             for name in names]
+    params = []
+    for param in signature.parameters.values():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        if param.name == before:
+            params += extra
+        params.append(param)
+    return signature.replace(parameters=params)
 
 
 def _check_policy(policy) -> None:
@@ -1187,105 +1079,67 @@ def _check_policy(policy) -> None:
                         f"{policy!r}")
 
 
-class _FactoryMixin:
-    def _init_common(self, *, reactor, fragment_size, max_frame_size, max_reassembled_size,
-                     setup_timeout, keepalive_interval, max_lifetime, max_concurrent_streams,
-                     max_send_buffer_size, drain_timeout, frame_logger,
-                     **resume_settings) -> None:
-        if reactor is None:
-            from twisted.internet import reactor as global_reactor
-            reactor = global_reactor
-        self.reactor = reactor
-        self.config = ConnectionConfig(
-            fragment_size=fragment_size, max_frame_size=max_frame_size,
-            max_reassembled_size=max_reassembled_size, setup_timeout=setup_timeout,
-            keepalive_interval=keepalive_interval, max_lifetime=max_lifetime,
-            max_concurrent_streams=max_concurrent_streams,
-            max_send_buffer_size=max_send_buffer_size, drain_timeout=drain_timeout,
-            **resume_settings)
-        self.frame_logger = frame_logger
+def _default_reactor(reactor):
+    if reactor is None:
+        from twisted.internet import reactor as global_reactor
+        reactor = global_reactor
+    return reactor
 
 
-class RSocketServerFactory(_FactoryMixin, Factory):
+# ---------------------------------------------------------------------- factories
+
+@implementer(IConnectionObserver)
+class RSocketServerFactory(Factory):
     """Server factory: one :class:`RSocketProtocol` per accepted connection.
 
+    Settings come as one :class:`~rsocket_tx.core.config.ConnectionConfig` (``config``), or as
+    keyword arguments naming its fields (:data:`SERVER_SETTINGS`; documented on
+    ``ConnectionConfig``), which are applied to ``config``.
+
     :param responder_factory: zero-argument callable returning a :class:`Responder` for each
-        connection (a Responder subclass works); None serves the demo responder.
+        connection (a Responder subclass works); None serves the base :class:`Responder`,
+        which rejects every request (the faces, :func:`~rsocket_tx.server.serve` and
+        ``twistd rsocket``, default to the demo responder instead).
     :param reactor: ``IReactorTime`` provider; None: the global reactor.
-    :param fragment_size: bytes per outbound frame, header included, length prefix excluded
-        (>= 64); None fragments only payloads that cannot fit one frame.
-    :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
-    :param max_reassembled_size: largest payload reassembled from fragments, bytes.
-    :param setup_timeout: milliseconds a client may take to send SETUP.
-    :param max_concurrent_streams: streams a client may have open towards us at once; a
-        request past it is answered with ERROR[REJECTED].
-    :param max_send_buffer_size: bytes queued for a client that does not read before its
-        connection is aborted.
-    :param drain_timeout: milliseconds a graceful close (:meth:`close_connections`, a
-        client's ERROR[CONNECTION_CLOSE]) waits for open streams; 0: close at once.
-    :param resume: accept resumable sessions (SETUP with R, RESUME; spec §Resuming
-        Operation). False: SETUP with R gets ERROR[REJECTED_SETUP], RESUME
-        ERROR[REJECTED_RESUME].
-    :param resume_session_timeout: milliseconds a session whose transport was lost waits for
-        the client's RESUME (default 120,000); after it, RESUME gets ERROR[REJECTED_RESUME] and
-        the session's streams fail.
-    :param max_resume_buffer_size: bytes of sent frames a session keeps for its client
-        (default 16 MiB); a resume that needs frames dropped past it is refused.
-    :param max_resume_sessions: resumable sessions kept at once, attached or detached
-        (default 10,000); a SETUP with R past it gets ERROR[REJECTED_SETUP].
+    :param config: the connection settings; None: the defaults.
     :param lease_policy: what the server grants a client that asks for leases (SETUP L flag;
         spec §Lease Semantics): a :class:`~rsocket_tx.lease.LeasePolicy` (one object serves
         every connection); None grants unlimited leases. Requests past a grant are answered
         with ERROR[REJECTED].
-    :param lease_grace: milliseconds a grant stays valid past its time-to-live (default
-        1,000; see :class:`~rsocket_tx.core.config.ConnectionConfig`).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
+    :param settings: ``fragment_size``, ``max_frame_size``, ``max_reassembled_size``,
+        ``setup_timeout``, ``max_concurrent_streams``, ``max_send_buffer_size``,
+        ``drain_timeout``, ``resume``, ``resume_session_timeout``,
+        ``max_resume_buffer_size``, ``max_resume_sessions``, ``lease_grace``: fields of
+        ``config`` (units and ranges there).
     :raises ValueError: a setting is out of range.
+    :raises TypeError: an unknown keyword, or a ``lease_policy`` that is no LeasePolicy.
 
+    :ivar config: the :class:`~rsocket_tx.core.config.ConnectionConfig` of every connection.
     :ivar connections: the connected :class:`RSocketProtocol` instances (a set), resumable
         sessions waiting for a resume included.
-    :ivar sessions: with ``resume``: the resumable sessions by token (a
+    :ivar sessions: with ``config.resume``: the resumable sessions by token (a
         :class:`~rsocket_tx.core.resume.SessionStore` of :class:`RSocketProtocol`); else None.
     """
 
     def __init__(self, responder_factory: Callable[[], Responder] | None = None, *,
-                 reactor=None, fragment_size: int | None = None,
-                 max_frame_size: int = MAX_FRAME_LENGTH,
-                 max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
-                 setup_timeout: int = DEFAULT_SETUP_TIMEOUT,
-                 max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
-                 max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
-                 drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
-                 resume: bool = False,
-                 resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
-                 max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
-                 max_resume_sessions: int = DEFAULT_MAX_RESUME_SESSIONS,
+                 reactor=None, config: ConnectionConfig | None = None,
                  lease_policy: LeasePolicy | None = None,
-                 lease_grace: int = DEFAULT_LEASE_GRACE,
-                 frame_logger: Callable | None = None) -> None:
+                 frame_logger: Callable | None = None, **settings) -> None:
         _check_policy(lease_policy)
         self.lease_policy = lease_policy
         if responder_factory is None:
-            from .demo import DemoResponder
-            responder_factory = DemoResponder
+            responder_factory = Responder
         if not callable(responder_factory):
             raise TypeError(f"responder_factory must be callable, got {responder_factory!r}")
         self.responder_factory = responder_factory
-        self._init_common(reactor=reactor, fragment_size=fragment_size,
-                          max_frame_size=max_frame_size,
-                          max_reassembled_size=max_reassembled_size,
-                          setup_timeout=setup_timeout,
-                          keepalive_interval=DEFAULT_KEEPALIVE_INTERVAL,
-                          max_lifetime=DEFAULT_MAX_LIFETIME,
-                          max_concurrent_streams=max_concurrent_streams,
-                          max_send_buffer_size=max_send_buffer_size,
-                          drain_timeout=drain_timeout, frame_logger=frame_logger,
-                          resume=resume, resume_session_timeout=resume_session_timeout,
-                          max_resume_buffer_size=max_resume_buffer_size,
-                          max_resume_sessions=max_resume_sessions, lease_grace=lease_grace)
+        self.reactor = _default_reactor(reactor)
+        self.config = config = build_config(config, settings, SERVER_SETTINGS,
+                                            "RSocketServerFactory")
+        self.frame_logger = frame_logger
         self.connections: set[RSocketProtocol] = set()
         self.sessions: SessionStore[RSocketProtocol] | None = (
-            SessionStore(max_resume_sessions) if resume else None)
+            SessionStore(config.max_resume_sessions) if config.resume else None)
         self._closing: tuple[int | None, str] | None = None
 
     def buildProtocol(self, addr) -> RSocketProtocol:
@@ -1314,21 +1168,35 @@ class RSocketServerFactory(_FactoryMixin, Factory):
         closed = [p.close_gracefully(drain_timeout, reason) for p in list(self.connections)]
         return gatherResults(closed).addCallback(lambda _: None)
 
-    def _connection_made(self, proto: RSocketProtocol) -> None:
-        self.connections.add(proto)
+    # IConnectionObserver
+
+    def connection_made(self, protocol: RSocketProtocol) -> None:
+        self.connections.add(protocol)
         if self._closing is not None:
-            proto.close_gracefully(*self._closing)
+            protocol.close_gracefully(*self._closing)
 
-    def _connection_lost(self, proto: RSocketProtocol) -> None:
-        self.connections.discard(proto)
+    def connection_lost(self, protocol: RSocketProtocol) -> None:
+        self.connections.discard(protocol)
+
+    def transport_lost(self, protocol: RSocketProtocol) -> None:
+        pass  # the session waits for the client's RESUME (or its expiry)
+
+    def session_resumed(self, protocol: RSocketProtocol) -> None:
+        pass
+
+    def session_ended(self, protocol: RSocketProtocol) -> None:
+        pass
 
 
-class RSocketClientFactory(_FactoryMixin, ClientFactory):
+@implementer(IConnectionObserver)
+class RSocketClientFactory(ClientFactory):
     """Client factory: builds the client :class:`RSocketProtocol` that sends ``setup``.
 
     :param setup: the :class:`~rsocket_tx.core.frames.SetupFrame` to send on connect; with a
-        ``resume_token`` the connection is resumable.
+        ``resume_token`` the connection is resumable. Its keepalive interval and max lifetime
+        override ``config``'s.
     :param responder: the :class:`Responder` that serves requests from the server, or None.
+    :param config: the connection settings; None: the defaults.
     :param reconnect: resumable: zero-argument callable connecting this factory to the server
         again (``lambda: endpoint.connect(factory)``), called after the transport is lost, with
         exponential backoff (``reconnect_initial_delay``, doubling up to
@@ -1336,25 +1204,21 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
         ``resume_session_timeout`` ms have passed. None: a lost transport ends the session.
     :param lease_policy: with a ``setup`` that has the L flag (``make_setup(lease=True)``):
         what the client grants the server (None: unlimited leases).
+    :param settings: ``fragment_size``, ``max_frame_size``, ``max_reassembled_size``,
+        ``max_concurrent_streams``, ``max_send_buffer_size``, ``drain_timeout``,
+        ``resume_session_timeout``, ``max_resume_buffer_size``, ``reconnect_initial_delay``,
+        ``reconnect_max_delay``, ``lease_grace``: fields of ``config`` (:data:`CLIENT_SETTINGS`).
 
     Other parameters as :class:`RSocketServerFactory`.
     """
 
+    sessions = None  # (IConnectionObserver: a client keeps no session store)
+
     def __init__(self, setup: SetupFrame, responder: Responder | None = None, *, reactor=None,
-                 fragment_size: int | None = None,
-                 max_frame_size: int = MAX_FRAME_LENGTH,
-                 max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE,
-                 max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
-                 max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE,
-                 drain_timeout: int = DEFAULT_DRAIN_TIMEOUT,
-                 resume_session_timeout: int = DEFAULT_RESUME_SESSION_TIMEOUT,
-                 max_resume_buffer_size: int = DEFAULT_MAX_RESUME_BUFFER_SIZE,
-                 reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY,
-                 reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY,
+                 config: ConnectionConfig | None = None,
                  reconnect: Callable[[], Deferred] | None = None,
                  lease_policy: LeasePolicy | None = None,
-                 lease_grace: int = DEFAULT_LEASE_GRACE,
-                 frame_logger: Callable | None = None) -> None:
+                 frame_logger: Callable | None = None, **settings) -> None:
         _check_policy(lease_policy)
         self.lease_policy = lease_policy
         self.setup = setup
@@ -1362,20 +1226,15 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
         self.reconnect = reconnect
         self._session: RSocketProtocol | None = None  # a resumable session reconnecting
         self._reconnect_call = None
-        self._init_common(reactor=reactor, fragment_size=fragment_size,
-                          max_frame_size=max_frame_size,
-                          max_reassembled_size=max_reassembled_size,
-                          setup_timeout=DEFAULT_SETUP_TIMEOUT,
-                          keepalive_interval=setup.keepalive_interval,
-                          max_lifetime=setup.max_lifetime,
-                          max_concurrent_streams=max_concurrent_streams,
-                          max_send_buffer_size=max_send_buffer_size,
-                          drain_timeout=drain_timeout, frame_logger=frame_logger,
-                          resume_session_timeout=resume_session_timeout,
-                          max_resume_buffer_size=max_resume_buffer_size,
-                          reconnect_initial_delay=reconnect_initial_delay,
-                          reconnect_max_delay=reconnect_max_delay, lease_grace=lease_grace)
-        self._backoff = Backoff(reconnect_initial_delay, reconnect_max_delay)
+        self.reactor = _default_reactor(reactor)
+        config = build_config(config, settings, CLIENT_SETTINGS, "RSocketClientFactory")
+        if (config.keepalive_interval, config.max_lifetime) != \
+                (setup.keepalive_interval, setup.max_lifetime):
+            config = dataclasses.replace(config, keepalive_interval=setup.keepalive_interval,
+                                         max_lifetime=setup.max_lifetime)
+        self.config = config
+        self.frame_logger = frame_logger
+        self._backoff = Backoff(config.reconnect_initial_delay, config.reconnect_max_delay)
 
     def buildProtocol(self, addr) -> RSocketProtocol:
         if self._session is not None:
@@ -1387,43 +1246,55 @@ class RSocketClientFactory(_FactoryMixin, ClientFactory):
         proto.factory = self
         return proto
 
-    def _reconnect_later(self, proto: RSocketProtocol) -> None:
+    # IConnectionObserver
+
+    def connection_made(self, protocol: RSocketProtocol) -> None:
+        pass
+
+    def connection_lost(self, protocol: RSocketProtocol) -> None:
+        pass
+
+    def transport_lost(self, protocol: RSocketProtocol) -> None:
         """A resumable session lost its transport: reconnect after the next backoff delay
         (not after a TLS failure: the same server would fail the same way)."""
-        self._session = proto
-        if proto.tls_failure is not None:
-            proto._handle_now(proto._conn.connection_lost(proto.tls_failure.message))
-            proto._session_over()
+        self._session = protocol
+        if protocol.tls_failure is not None:
+            protocol.end_session(protocol.tls_failure.message)
             return
         if self.reconnect is None:
-            proto._handle_now(proto._conn.connection_lost(
-                "the transport was lost and this client has no endpoint to reconnect to"))
-            proto._session_over()
+            protocol.end_session(
+                "the transport was lost and this client has no endpoint to reconnect to")
             return
         if self._reconnect_call is not None and self._reconnect_call.active():
             return
         self._reconnect_call = self.reactor.callLater(self._backoff.next_delay(),
-                                                      self._reconnect_now, proto)
+                                                      self._reconnect_now, protocol)
 
-    def _reconnect_now(self, proto: RSocketProtocol) -> None:
+    def _reconnect_now(self, protocol: RSocketProtocol) -> None:
         self._reconnect_call = None
-        if not proto._conn.is_open:
+        if not protocol.is_open:
             return  # the session ended meanwhile
         try:
             d = self.reconnect()
         except Exception:  # noqa: BLE001 - treated as a failed attempt
             d = fail()
-        d.addErrback(self._reconnect_failed, proto)
+        d.addErrback(self._reconnect_failed, protocol)
 
-    def _reconnect_failed(self, failure: Failure, proto: RSocketProtocol) -> None:
+    def _reconnect_failed(self, failure: Failure, protocol: RSocketProtocol) -> None:
         _log.info("RSocket reconnection attempt failed: {why}", why=failure.getErrorMessage())
-        if proto._conn.is_open and proto._transport_gone:
-            self._reconnect_later(proto)
+        if protocol.is_open and protocol.transport_gone:
+            self.transport_lost(protocol)
 
-    def _resumed(self, proto: RSocketProtocol) -> None:
+    def session_resumed(self, protocol: RSocketProtocol) -> None:
         self._backoff.reset()
 
-    def _session_ended(self, proto: RSocketProtocol) -> None:
+    def session_ended(self, protocol: RSocketProtocol) -> None:
         if self._reconnect_call is not None and self._reconnect_call.active():
             self._reconnect_call.cancel()
         self._reconnect_call = None
+
+
+RSocketServerFactory.__init__.__signature__ = settings_signature(
+    RSocketServerFactory.__init__, SERVER_SETTINGS)
+RSocketClientFactory.__init__.__signature__ = settings_signature(
+    RSocketClientFactory.__init__, CLIENT_SETTINGS)

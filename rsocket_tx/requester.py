@@ -19,7 +19,7 @@ from .extensions import (
 from .streams import DEFAULT_PREFETCH, DecodedStream, RequestStream
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .protocol import RSocketProtocol
+    from .interfaces import IRequesterHost
     from .responder import SetupInfo
 
 __all__ = ["RSocket"]
@@ -53,12 +53,15 @@ class RSocket:
     Obtained from :func:`rsocket_tx.connect`, or as ``self.rsocket`` inside a
     :class:`~rsocket_tx.responder.Responder`. Every method raises
     :class:`~rsocket_tx.core.errors.LocalProtocolError` if the connection is closed.
+
+    :param host: the connection, an :class:`~rsocket_tx.interfaces.IRequesterHost` (the
+        :class:`~rsocket_tx.protocol.RSocketProtocol`).
     """
 
     __slots__ = ("_protocol",)
 
-    def __init__(self, protocol: RSocketProtocol) -> None:
-        self._protocol = protocol
+    def __init__(self, host: IRequesterHost) -> None:
+        self._protocol = host
 
     @property
     def setup(self) -> SetupInfo | None:
@@ -80,8 +83,7 @@ class RSocket:
     @property
     def is_open(self) -> bool:
         """True while the connection is open."""
-        conn = self._protocol._conn
-        return conn is not None and conn.is_open
+        return self._protocol.is_open
 
     def _payload(self, payload, route, auth, data_mime_type, accept_mime_types,
                  tracing) -> Payload:
@@ -245,8 +247,7 @@ class RSocket:
     def is_resumable(self) -> bool:
         """True if the connection was set up resumable (SETUP with R; spec §Resuming
         Operation): a lost transport is then reconnected and the session resumed."""
-        conn = self._protocol._conn
-        return conn is not None and conn.is_resumable
+        return self._protocol.is_resumable
 
     @property
     def resumes(self) -> int:

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IListeningPort
 from zope.interface import implementer
 
-from .endpoints import server_endpoint
-from .protocol import RSocketServerFactory
+from .core.config import ConnectionConfig
+from .core.lease import LeasePolicy
+from .protocol import SERVER_SETTINGS, RSocketServerFactory, build_config, settings_signature
 from .responder import Responder
+from .transports.endpoints import server_endpoint
 
 __all__ = ["serve", "ServerPort"]
 
 
 def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
-          **settings) -> Deferred:
+          config: ConnectionConfig | None = None, lease_policy: LeasePolicy | None = None,
+          frame_logger: Callable | None = None, **settings) -> Deferred:
     """Serve RSocket on ``endpoint``.
 
     :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,
@@ -29,7 +31,11 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         the transports page of the docs.
     :param responder_factory: zero-argument callable making a
         :class:`~rsocket_tx.responder.Responder` per connection (a Responder subclass works);
-        None serves :class:`~rsocket_tx.demo.DemoResponder`.
+        None serves :class:`~rsocket_tx.apps.demo.DemoResponder`.
+    :param reactor: the reactor; None: the global one.
+    :param config: the connection settings, one
+        :class:`~rsocket_tx.core.config.ConnectionConfig` (None: the defaults); the keyword
+        settings below are its fields, applied to it.
     :param fragment_size: bytes per outbound frame (>= 64); None: only what cannot fit a frame.
     :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
     :param max_reassembled_size: largest inbound reassembled payload, bytes.
@@ -70,7 +76,12 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
-    factory = RSocketServerFactory(responder_factory, reactor=reactor, **settings)
+    if responder_factory is None:
+        from .apps.demo import DemoResponder  # the face's default, not the library's
+        responder_factory = DemoResponder
+    config = build_config(config, settings, SERVER_SETTINGS, "serve")
+    factory = RSocketServerFactory(responder_factory, reactor=reactor, config=config,
+                                   lease_policy=lease_policy, frame_logger=frame_logger)
     d = server_endpoint(reactor, endpoint).listen(factory)
     return d.addCallback(_with_factory, factory)
 
@@ -107,14 +118,6 @@ def _with_factory(port, factory: RSocketServerFactory):
     return ServerPort(port, factory)
 
 
-def _serve_signature() -> inspect.Signature:
-    # serve() takes the settings of RSocketServerFactory, in its order and with its defaults:
-    # show them in serve's own signature (help(), the API docs).
-    factory = inspect.signature(RSocketServerFactory.__init__)
-    settings = list(factory.parameters.values())[1:]  # without self
-    endpoint = inspect.Parameter("endpoint", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return factory.replace(parameters=[endpoint, *settings],
-                           return_annotation=inspect.signature(serve).return_annotation)
-
-
-serve.__signature__ = _serve_signature()
+# serve() takes the server settings of ConnectionConfig as keywords: show them in its signature
+# (help(), the API docs)
+serve.__signature__ = settings_signature(serve, SERVER_SETTINGS)

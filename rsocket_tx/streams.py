@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING
 
 from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, succeed
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from .core.errors import ApplicationError, PayloadTooLargeError, RSocketError, StreamError
 from .core.payload import Payload
+from .interfaces import IStreamReceiver
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .protocol import RSocketProtocol
+    from .interfaces import IStreamHost
 
 __all__ = ["RequestStream", "DecodedStream", "OutboundPump", "DEFAULT_PREFETCH", "to_rsocket_error"]
 
@@ -55,6 +57,7 @@ def to_rsocket_error(failure_or_exc) -> RSocketError:
     return ApplicationError(message)
 
 
+@implementer(IStreamReceiver)
 class RequestStream:
     """An inbound stream of :class:`Payload`: ``async for payload in stream``.
 
@@ -68,6 +71,14 @@ class RequestStream:
     :class:`~rsocket_tx.core.errors.ConnectionLostError` if the connection dies; it stops
     (``StopAsyncIteration``) on completion or after :meth:`cancel`.
 
+    The connection feeds it through :class:`~rsocket_tx.interfaces.IStreamReceiver`
+    (:meth:`on_next`, :meth:`on_complete`, :meth:`on_error`, :meth:`wake`) and it talks back
+    through :class:`~rsocket_tx.interfaces.IStreamHost` (``request_more``, ``cancel``).
+
+    :param host: the :class:`~rsocket_tx.interfaces.IStreamHost` carrying the stream (the
+        :class:`~rsocket_tx.protocol.RSocketProtocol`).
+    :param stream_id: the stream id on the connection.
+    :param prefetch: items requested up front.
     :ivar stream_id: the stream id on the connection.
     """
 
@@ -75,8 +86,8 @@ class RequestStream:
                  "_waiter", "_done", "_error", "_collector", "_take", "_pump", "_open",
                  "_wake_pending", "__weakref__")
 
-    def __init__(self, protocol: RSocketProtocol, stream_id: int, prefetch: int) -> None:
-        self._protocol = protocol
+    def __init__(self, host: IStreamHost, stream_id: int, prefetch: int) -> None:
+        self._protocol = host
         self.stream_id = stream_id
         self._prefetch = prefetch
         self._limit = max(1, prefetch // 2)
@@ -182,7 +193,7 @@ class RequestStream:
 
     def _put_back(self, item) -> None:
         if item is not None:
-            self._queue.appendleft(item)  # handed to the waiter by _wake/_end: not consumed
+            self._queue.appendleft(item)  # handed to the waiter by wake/_end: not consumed
 
     @property
     def ended(self) -> bool:
@@ -201,11 +212,16 @@ class RequestStream:
             return
         if self._open:
             self._open = False
-            self._protocol._cancel_stream(self.stream_id)
+            self._protocol.cancel(self.stream_id)
         self._queue.clear()  # nothing more is delivered after a cancel
         self._end(None)
 
-    # -- protocol side ----------------------------------------------------------------------
+    # -- protocol side (IStreamReceiver) ----------------------------------------------------
+
+    def attach_outbound(self, pump: OutboundPump | None) -> None:
+        """A channel's other half: ``pump`` (its outbound items) stops when this stream
+        fails."""
+        self._pump = pump
 
     def _consume(self, n: int) -> None:
         if not self._open or n == 0:
@@ -213,9 +229,10 @@ class RequestStream:
         self._consumed += n
         if self._consumed >= self._limit:
             n, self._consumed = self._consumed, 0
-            self._protocol._request_n(self.stream_id, n)
+            self._protocol.request_more(self.stream_id, n)
 
-    def _on_next(self, payload: Payload) -> None:
+    def on_next(self, payload: Payload) -> None:
+        """An item arrived: queue it (or hand it to a waiting consumer)."""
         if self._done:
             return
         collector = self._collector
@@ -228,14 +245,12 @@ class RequestStream:
             return
         self._queue.append(payload)
         if self._waiter is not None and not self._wake_pending:
-            protocol = self._protocol
-            if protocol._dispatching:
+            if self._protocol.wake_later(self):
                 self._wake_pending = True
-                protocol._wakeups.append(self)
             else:
-                self._wake()
+                self.wake()
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         """Hand the first queued item to a waiting ``__anext__``."""
         self._wake_pending = False
         waiter = self._waiter
@@ -243,11 +258,13 @@ class RequestStream:
             self._waiter = None
             waiter.callback(self._queue.popleft())
 
-    def _on_complete(self) -> None:
+    def on_complete(self) -> None:
+        """The peer completed the stream."""
         self._open = False
         self._end(None)
 
-    def _on_error(self, error: BaseException) -> None:
+    def on_error(self, error: BaseException) -> None:
+        """The stream failed (the peer's ERROR or CANCEL, the connection's end)."""
         self._open = False
         self._end(error)
 
@@ -318,7 +335,9 @@ class DecodedStream:
 class OutboundPump:
     """Sends a source of :class:`Payload` on one stream as credit allows.
 
-    :param protocol: the owning :class:`~rsocket_tx.protocol.RSocketProtocol`.
+    :param host: the :class:`~rsocket_tx.interfaces.IStreamHost` carrying the stream (the
+        :class:`~rsocket_tx.protocol.RSocketProtocol`): the pump reads its ``credit`` and
+        ``paused``, sends with ``send_item`` and ends with ``pump_complete``/``pump_failed``.
     :param stream_id: the stream to send on.
     :param source: an iterable, async iterable, or a Deferred/coroutine of one. An async
         iterator may also have ``ready(n) -> list[Payload]``, returning up to ``n`` items that
@@ -341,8 +360,8 @@ class OutboundPump:
     __slots__ = ("_protocol", "stream_id", "_iter", "_async", "_batching", "_stopped",
                  "_busy", "_scheduled", "_source_d", "_pending", "_in_pull", "_held", "_ahead")
 
-    def __init__(self, protocol: RSocketProtocol, stream_id: int, source) -> None:
-        self._protocol = protocol
+    def __init__(self, host: IStreamHost, stream_id: int, source) -> None:
+        self._protocol = host
         self.stream_id = stream_id
         self._iter = None
         self._async = False
@@ -382,6 +401,11 @@ class OutboundPump:
             self._fail(exc)
             return
         self.resume()
+
+    @property
+    def stopped(self) -> bool:
+        """True once the pump has stopped: its source ended, failed, or it was stopped."""
+        return self._stopped
 
     def resume(self) -> None:
         """Pull more if there is credit and the transport is not paused."""
@@ -425,28 +449,27 @@ class OutboundPump:
 
     def _pull_sync(self) -> None:
         proto = self._protocol
-        conn = proto._conn
         sid = self.stream_id
-        credit = conn.credit(sid)
+        credit = proto.credit(sid)
         if credit <= 0:
             # no credit: still find out whether the source is over (COMPLETE needs none)
-            if self._held is _NOTHING and not proto._paused:
+            if self._held is _NOTHING and not proto.paused:
                 self._look_ahead()
-            proto._flush()
+            proto.flush()
             return
         if self._held is not _NOTHING:
-            if proto._paused:
+            if proto.paused:
                 return
             held, self._held = self._held, _NOTHING
             if not self._send(held):
                 return
             credit -= 1
         it = self._iter
-        send = conn.send_payload
+        send = proto.send_item
         batch = credit if credit < _SYNC_BATCH else _SYNC_BATCH
         sent_bytes = 0
         for _ in range(batch):
-            if proto._paused:
+            if proto.paused:
                 break
             try:
                 item = next(it)
@@ -463,17 +486,17 @@ class OutboundPump:
             sent_bytes += len(item.data)
             if sent_bytes >= _FLUSH_BYTES:
                 sent_bytes = 0
-                proto._flush(force=True)
+                proto.flush(force=True)
                 if self._stopped:
                     return
         else:
             if credit > batch:
                 # batch used up with credit left: let other streams and I/O run, then go on
                 if self._scheduled is None and not self._stopped:
-                    self._scheduled = proto._reactor.callLater(0, self._continue)
-            elif not self._stopped and not proto._paused:
+                    self._scheduled = proto.reactor.callLater(0, self._continue)
+            elif not self._stopped and not proto.paused:
                 self._look_ahead()  # the credit is used up: is the source over?
-        proto._flush()
+        proto.flush()
 
     def _look_ahead(self) -> None:
         """Pull one item from a sync source without credit: end the stream if the source is
@@ -493,13 +516,12 @@ class OutboundPump:
         """Send what a batching async source has ready now (its ``ready(n)``); return whether
         the caller should go on with ``__anext__`` (credit left, nothing more ready)."""
         proto = self._protocol
-        conn = proto._conn
         sid = self.stream_id
         ready = self._iter.ready
         for _ in range(_SYNC_BATCH):
-            if self._stopped or proto._paused:
+            if self._stopped or proto.paused:
                 return False
-            credit = conn.credit(sid)
+            credit = proto.credit(sid)
             if credit <= 0:
                 return True  # the caller's __anext__ looks one item ahead (the end?)
             try:
@@ -512,7 +534,7 @@ class OutboundPump:
             for item in items:
                 if not self._send(item):
                     return False
-            proto._flush(force=True)
+            proto.flush(force=True)
         return True
 
     def _pull_async(self) -> None:
@@ -521,12 +543,11 @@ class OutboundPump:
         if self._in_pull:
             return
         proto = self._protocol
-        conn = proto._conn
         sid = self.stream_id
         self._in_pull = True
         try:
             if self._held is not _NOTHING:
-                if proto._paused or conn.credit(sid) <= 0:
+                if proto.paused or proto.credit(sid) <= 0:
                     return
                 held, self._held = self._held, _NOTHING
                 if not self._send(held):
@@ -534,10 +555,10 @@ class OutboundPump:
             if self._batching and not self._pull_ready():
                 return
             for _ in range(_SYNC_BATCH):
-                if self._stopped or self._busy or proto._paused or self._held is not _NOTHING:
+                if self._stopped or self._busy or proto.paused or self._held is not _NOTHING:
                     return
                 # without credit this __anext__ looks one item ahead: held if one comes
-                self._ahead = conn.credit(sid) <= 0
+                self._ahead = proto.credit(sid) <= 0
                 self._busy = True
                 try:
                     d = ensureDeferred(_anext(self._iter))
@@ -548,10 +569,10 @@ class OutboundPump:
                 self._pending = d
                 d.addCallbacks(self._got_async, self._async_failed)
             if not self._stopped and not self._busy and self._scheduled is None:
-                self._scheduled = proto._reactor.callLater(0, self._continue)
+                self._scheduled = proto.reactor.callLater(0, self._continue)
         finally:
             self._in_pull = False
-            proto._flush()
+            proto.flush()
 
     def _got_async(self, item) -> None:
         self._busy = False
@@ -563,11 +584,11 @@ class OutboundPump:
             return
         if self._ahead:
             self._ahead = False
-            if self._protocol._conn.credit(self.stream_id) <= 0:
+            if self._protocol.credit(self.stream_id) <= 0:
                 self._held = item  # sent when REQUEST_N arrives (resume)
                 return
         if self._send(item) and not self._in_pull:
-            self._protocol._flush()
+            self._protocol.flush()
             self.resume()
 
     def _async_failed(self, failure) -> None:
@@ -581,7 +602,7 @@ class OutboundPump:
         if not isinstance(item, Payload):
             self._fail(TypeError(f"stream items must be Payload, not {type(item).__name__}"))
             return False
-        self._protocol._conn.send_payload(self.stream_id, item)
+        self._protocol.send_item(self.stream_id, item)
         return True
 
     def _finish(self) -> None:
@@ -590,7 +611,7 @@ class OutboundPump:
         self._stopped = True
         self._held = _NOTHING
         self._iter = None
-        self._protocol._pump_complete(self)
+        self._protocol.pump_complete(self)
 
     def _fail(self, exc) -> None:
         if self._stopped:
@@ -598,7 +619,7 @@ class OutboundPump:
         self._stopped = True
         self._held = _NOTHING
         self._iter = None
-        self._protocol._pump_failed(self, to_rsocket_error(exc))
+        self._protocol.pump_failed(self, to_rsocket_error(exc))
 
 
 _END = object()

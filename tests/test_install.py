@@ -32,6 +32,8 @@ PROJECT_FILES = ("setup.cfg", "pyproject.toml", "README.rst", "rsocket_tx", "pys
                  "twisted")
 #: seconds any one step may take (the machine may be loaded)
 STEP_TIMEOUT = 300
+#: ``twistd`` itself, run with ``python -c``
+TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -83,9 +85,11 @@ def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, edita
         assert location.is_relative_to(project.resolve()), where
     else:
         assert location.is_relative_to((tmp_path / "venv").resolve()), where
-    twistd = run([str(python), "-c", "import sys; sys.argv[0] = 'twistd'; "
-                  "from twisted.scripts.twistd import run; run()", "rsocket", "--help"],
-                 cwd=elsewhere)
-    assert twistd.returncode == 0, twistd.stdout + twistd.stderr
-    assert "Usage: twistd [options] rsocket [options]" in twistd.stdout
-    assert "--responder" in twistd.stdout
+    # each plugin of twisted/plugins is found, with its own options
+    for plugin, option in (("rsocket", "--responder"), ("jini-mux", "--dispatcher")):
+        twistd = run([str(python), "-c", TWISTD, plugin, "--help"], cwd=elsewhere)
+        assert twistd.returncode == 0, twistd.stdout + twistd.stderr
+        assert f"Usage: twistd [options] {plugin} [options]" in twistd.stdout
+        assert option in twistd.stdout
+    # PEP 561: the package says it is typed
+    assert (location.parent / "py.typed").is_file()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -17,11 +18,11 @@ from twisted.internet.defer import Deferred
 from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.plugin import getPlugins
-from twisted.python import usage
-from twisted_support import SERVER_OPTIONS_ARGV
+from twisted_support import SERVER_OPTIONS_ARGV, options_usage_error, parse_options
 
 from rsocket_tx import protocol
 from rsocket_tx.core import frames
+from rsocket_tx.core.config import ConnectionConfig
 from rsocket_tx.core.errors import RejectedSetupError, UnsupportedSetupError
 from rsocket_tx.core.payload import Payload
 from rsocket_tx.demo import DemoResponder
@@ -43,16 +44,9 @@ REPO = Path(__file__).resolve().parent.parent
 TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"
 
 
-def parse(*argv: str) -> Options:
-    options = Options()
-    options.parseOptions(list(argv))
-    return options
-
-
-def usage_error(*argv: str) -> str:
-    with pytest.raises(usage.UsageError) as info:
-        parse(*argv)
-    return str(info.value)
+#: ``parse(*argv)``: the options parsed; ``usage_error(*argv)``: the UsageError's message
+parse = functools.partial(parse_options, Options)
+usage_error = functools.partial(options_usage_error, Options)
 
 
 class EchoResponder(Responder):
@@ -360,19 +354,22 @@ def test_make_service_structure(recording_factory):
     assert factory.responder_factory is DemoResponder
     assert factory.kwargs == {
         "reactor": None,
-        "fragment_size": 100,
-        "max_frame_size": 1000,
-        "max_reassembled_size": 5000,
-        "setup_timeout": 1234,
-        "max_concurrent_streams": 1024,
-        "max_send_buffer_size": 67_108_864,
-        "drain_timeout": 10_000,
-        "resume": False,
-        "resume_session_timeout": 120_000,
-        "max_resume_buffer_size": 16_777_216,
-        "max_resume_sessions": 10_000,
+        # the settings travel as one ConnectionConfig
+        "config": ConnectionConfig(
+            fragment_size=100,
+            max_frame_size=1000,
+            max_reassembled_size=5000,
+            setup_timeout=1234,
+            max_concurrent_streams=1024,
+            max_send_buffer_size=67_108_864,
+            drain_timeout=10_000,
+            resume=False,
+            resume_session_timeout=120_000,
+            max_resume_buffer_size=16_777_216,
+            max_resume_sessions=10_000,
+            lease_grace=1_000,
+        ),
         "lease_policy": None,
-        "lease_grace": 1_000,
         "frame_logger": None,
     }
     assert factory.noisy is False
@@ -464,7 +461,7 @@ async def test_service_fails_to_start_when_a_port_is_taken():
             second.startService()
         assert not second.running
         # The endpoint that did listen is being closed again.
-        ok, _ = second._endpoints
+        ok, _ = second.endpoints
         stopped = await ok.when_listening()
         assert stopped.disconnecting
     finally:

@@ -3,11 +3,13 @@ cleans up; a raw TCP client that speaks frames; an echo responder; frame helpers
 
 from __future__ import annotations
 
+import pytest
 from twisted.internet import defer, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
+from twisted.python import usage
 
 from rsocket_tx import Payload, Responder, connect, serve
 from rsocket_tx.core.frames import decode, encode
@@ -43,6 +45,21 @@ def wait(d, timeout: float = WAIT) -> defer.Deferred:
     if not isinstance(d, defer.Deferred):
         d = defer.ensureDeferred(d)
     return d.addTimeout(timeout, reactor)
+
+
+def parse_options(options_class: type[usage.Options], *argv: str) -> usage.Options:
+    """A twistd plugin's options (``options_class``) parsed from ``argv``."""
+    options = options_class()
+    options.parseOptions(list(argv))
+    return options
+
+
+def options_usage_error(options_class: type[usage.Options], *argv: str) -> str:
+    """The message of the UsageError ``options_class`` raises for ``argv`` (the test fails if
+    it raises none)."""
+    with pytest.raises(usage.UsageError) as info:
+        parse_options(options_class, *argv)
+    return str(info.value)
 
 
 def wire(*frames) -> bytes:

@@ -12,6 +12,16 @@ whether our sending needs credit; every received frame is dispatched by frame ty
 dict, and a frame that the current state does not account for is ignored as spec §Handling the
 Unexpected requires.
 
+What RSocket shares with the other multiplexed protocols comes from the mux layer
+(:mod:`rsocket_tx.mux`): the streams live in a :class:`~rsocket_tx.mux.streams.StreamTable`
+(per-direction half-close, ``max_concurrent_streams`` counted on the streams the peer opened),
+stream ids come from :class:`~rsocket_tx.mux.ids.ParityIds` (odd for the client, even for the
+server, never reused), each stream's request-n is a :class:`~rsocket_tx.mux.credit.Credit` in
+items, fragments are reassembled in :class:`~rsocket_tx.mux.reassembly.Reassembler` objects, and
+output queues in an :class:`~rsocket_tx.mux.outbox.Outbox`. Timers stay named fields here
+(SETUP timeout, KEEPALIVE, max lifetime, drain, lease expiry, resume session): each is checked
+in its own state and order, and max lifetime moves with every read.
+
 Resumption (spec §Resuming Operation) is off unless the client's SETUP carries a resume token
 (and, on a server, ``config.resume`` accepts it). A resumable connection counts the positions
 of the stream frames it receives (one addition per read) and keeps the stream frames it sends
@@ -31,7 +41,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from struct import Struct
+from typing import Literal
 
+from ..mux.credit import Credit, CreditUnit
+from ..mux.errors import IdsExhausted
+from ..mux.ids import ParityIds
+from ..mux.outbox import Outbox
+from ..mux.streams import MuxStream, StreamTable
 from . import errors as E
 from .config import SUPPORTED_VERSIONS, ConnectionConfig, check_drain_timeout
 from .events import (
@@ -102,6 +118,7 @@ _SETUP_ERROR_CODES = frozenset({E.ErrorCode.INVALID_SETUP, E.ErrorCode.UNSUPPORT
 
 
 _KINDS = {4: RESPONSE, 5: FNF, 6: STREAM, 7: CHANNEL}
+_ITEMS = CreditUnit.ITEMS
 
 
 def _split(buf: bytes, offset: int, tf: int) -> tuple[bytes, bytes | None] | None:
@@ -131,21 +148,26 @@ _RESUMING = 4   # resumable client: RESUME sent on a new transport, waiting for 
 _RESUME_PENDING = 5   # server: a new connection began with RESUME; the caller decides
 
 
-class _Stream:
-    """One stream's state as seen from this end.
+class _Stream(MuxStream):
+    """One stream's state as seen from this end (a :class:`~rsocket_tx.mux.streams.MuxStream`).
 
     ``send_open``/``recv_open``: whether our outbound half / the peer's outbound half is still
-    live. ``credit``: PAYLOADs we may still send (None: our sending needs no credit).
+    live. ``kind``: the interaction (its REQUEST_* frame type). ``requester``: we opened it.
+    ``credit``: the PAYLOADs we may still send, in items (None: our sending needs no credit).
+    ``reassembly``: the fragments of a payload or request arriving, or None.
     """
 
-    __slots__ = ("kind", "requester", "send_open", "recv_open", "credit", "reassembly")
+    __slots__ = ("kind", "requester", "credit", "reassembly")
 
-    def __init__(self, kind: int, requester: bool, send_open: bool, recv_open: bool,
-                 credit: int | None) -> None:
-        self.kind = kind
-        self.requester = requester
+    def __init__(self, stream_id: int, kind: int, requester: bool, send_open: bool,
+                 recv_open: bool, credit: Credit | None) -> None:
+        # (the MuxStream slots are set here directly: one call less per stream; ``remote`` is
+        # set by StreamTable.add)
+        self.stream_id = stream_id
         self.send_open = send_open
         self.recv_open = recv_open
+        self.kind = kind
+        self.requester = requester
         self.credit = credit
         self.reassembly: Reassembly | None = None
 
@@ -192,10 +214,15 @@ class RSocketConnection:
         self._reader = FrameReader(config.max_frame_size) if config.length_prefixed else None
         self._max_frame_size = config.max_frame_size
         self._limit = config.outbound_frame_limit
-        self._out: list[bytes] = []
+        self._out = Outbox()
         self._prefixed = config.length_prefixed
-        self._streams: dict[int, _Stream] = {}
-        self._next_stream_id = 1 if self.is_client else 2
+        # RSocket 1.0 §Stream Identifiers: client ids odd from 1, server ids even from 2,
+        # never reused
+        self._ids = ParityIds(1 if self.is_client else 2, MAX_U31)
+        # the open streams; the limit counts the streams the peer opened (ours are bounded by
+        # our application): a request past it is rejected. A graceful close sets it to -1.
+        self._streams: StreamTable[_Stream] = StreamTable(config.max_concurrent_streams,
+                                                          is_local=self._ids.is_local)
         self._frame_logger = frame_logger
         self.setup: SetupFrame | None = None
         self.closed_error: E.RSocketError | None = None
@@ -203,12 +230,8 @@ class RSocketConnection:
         self._last_alive = now
         self._alive_since_tick = False
         self._next_keepalive: float | None = None
-        self._setup_deadline: float | None = None
+        self._setup_deadline = 0.0  # server: when SETUP must have arrived
         self._setup_confirmed = False
-        # streams the peer opened that are still open, and how many it may have: a request
-        # past the limit is rejected (one int compare). A graceful close sets the limit to -1.
-        self._peer_streams = 0
-        self._stream_limit = config.max_concurrent_streams
         self._closing = False  # a graceful close is under way
         self._closing_error: E.ConnectionCloseError | None = None  # the peer's, if it asked
         self._close_message = ""
@@ -306,7 +329,7 @@ class RSocketConnection:
     def peer_stream_count(self) -> int:
         """Streams the peer opened that are still open (what ``max_concurrent_streams``
         bounds)."""
-        return self._peer_streams
+        return self._streams.remote
 
     @property
     def lease_enabled(self) -> bool:
@@ -337,11 +360,11 @@ class RSocketConnection:
         (:class:`~rsocket_tx.core.lease.LeaseStats`, ``active_streams`` = the streams the
         peer has open towards us), or None without leases."""
         granted = self._granted
-        return None if granted is None else granted.stats(self._now, self._peer_streams)
+        return None if granted is None else granted.stats(self._now, self._streams.remote)
 
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is an open stream."""
-        return stream_id in self._streams
+        return self._streams.get(stream_id) is not None  # (the dict's get: no Python call)
 
     def credit(self, stream_id: int) -> int:
         """PAYLOADs we may send on ``stream_id`` now (0 for an unknown stream).
@@ -351,31 +374,28 @@ class RSocketConnection:
         s = self._streams.get(stream_id)
         if s is None or not s.send_open:
             return 0
-        return 1 if s.credit is None else s.credit
+        return 1 if s.credit is None else s.credit.available
 
     # ---------------------------------------------------------------------------- output
 
     def data_to_send(self) -> bytes:
         """Drain queued output for a byte-stream transport (length-prefixed frames)."""
-        out = self._out
+        out = self._out  # (an Outbox is a list: joined and cleared with no Python call)
         if not out:
             return b""
-        self._out = []
-        return b"".join(out) if len(out) > 1 else out[0]
+        data = b"".join(out) if len(out) > 1 else out[0]
+        out.clear()
+        return data
 
     def chunks_to_send(self) -> list[bytes]:
         """Drain queued output for a byte-stream transport as a list of chunks whose
         concatenation is what :meth:`data_to_send` would return (for ``writeSequence``: large
         payloads are not copied into one buffer)."""
-        out = self._out
-        self._out = []
-        return out
+        return self._out.drain()
 
     def frames_to_send(self) -> list[bytes]:
         """Drain queued output for a message transport: one frame per list item, no prefix."""
-        out = self._out
-        self._out = []
-        return out
+        return self._out.drain()
 
     def _queue(self, frame_bytes: bytes) -> None:
         if self._prefixed:
@@ -406,7 +426,7 @@ class RSocketConnection:
         if metadata is None:
             head = _PREFIXED_HEADER.pack(n >> 16, n & 0xFFFF, sid, tf)
             if len(data) > _NO_COPY_SIZE:
-                self._out += (head + fixed, data)  # large data is not copied
+                self._out.extend((head + fixed, data))  # large data is not copied
             else:
                 self._out.append(head + fixed + data if fixed else head + data)
         else:
@@ -427,12 +447,19 @@ class RSocketConnection:
 
         A malformed frame or a frame over ``max_frame_size`` is answered with
         ERROR[CONNECTION_ERROR] and a :class:`ConnectionClosed` event; never an exception.
+
+        :raises LocalProtocolError: the connection is configured for a message transport
+            (``config.length_prefixed`` false: use :meth:`receive_frame`).
         """
         state = self.state
         if state == _CLOSED or state == _DETACHED:
             return []  # (detached: bytes of a transport already given up)
+        reader = self._reader
+        if reader is None:
+            raise E.LocalProtocolError("receive_data needs a length-prefixed transport "
+                                       "(config.length_prefixed); use receive_frame")
         try:
-            frames = self._reader.feed(data)
+            frames = reader.feed(data)
         except E.ProtocolError as exc:
             return self._fail_connection(exc)
         events: list[Event] = []
@@ -443,7 +470,7 @@ class RSocketConnection:
             if self.resume_buffer is not None and frames:
                 self._received += positioned_size(frames)
         fast = self._frame_logger is None
-        streams = self._streams
+        get_stream = self._streams.get
         append = events.append
         for buf in frames:
             # fast path for the frequent frames (PAYLOAD and the four requests) on an open
@@ -455,7 +482,7 @@ class RSocketConnection:
                 if ft == _PAYLOAD and sid <= MAX_U31:
                     if tf & _FCN == FLAG_NEXT:
                         # the commonest frame: one whole item in the middle of a stream
-                        s = streams.get(sid)
+                        s = get_stream(sid)
                         if s is not None and s.recv_open and s.reassembly is None and \
                                 s.kind != RESPONSE:
                             parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
@@ -558,7 +585,7 @@ class RSocketConnection:
         state = self.state
         if state != _OPEN:
             if state == _AWAIT_SETUP and frame.frame_type != FrameType.SETUP:
-                if frame.frame_type == FrameType.RESUME:
+                if isinstance(frame, ResumeFrame):
                     self._resume_requested(frame, events)
                 else:
                     events.extend(self._close_with(E.InvalidSetupError(
@@ -613,10 +640,11 @@ class RSocketConnection:
             if self.resume_buffer is not None:
                 return self.detach(now, error=error)
             return self._close_with(error, True)
-        if state == _OPEN and self._next_keepalive is not None and now >= self._next_keepalive:
+        keepalive = self._next_keepalive
+        if state == _OPEN and keepalive is not None and now >= keepalive:
             self._queue_frame(KeepaliveFrame(respond=True, last_received_position=self._received))
-            interval = self.setup.keepalive_interval / 1000.0
-            nxt = self._next_keepalive + interval
+            interval = self._setup_frame().keepalive_interval / 1000.0
+            nxt = keepalive + interval
             # a late tick sends one KEEPALIVE, not a burst catching up on missed ones
             self._next_keepalive = nxt if nxt > now else now + interval
         return []
@@ -639,26 +667,33 @@ class RSocketConnection:
         deadline = self._last_alive + self._max_lifetime_seconds()
         # the client ticks for each KEEPALIVE it sends; the server checks once per keepalive
         # interval, so a frame counted alive only at a tick is late by one interval at most
-        check = self._next_keepalive
-        if check is None:
-            check = self._now + self.setup.keepalive_interval / 1000.0
+        keepalive = self._next_keepalive
+        check = (self._now + self._setup_frame().keepalive_interval / 1000.0
+                 if keepalive is None else keepalive)
         if check > deadline:
             check = deadline
         lease = self._lease
         if lease is not None:
             # a tick when the peer's lease expires: requests after it see the expired lease
-            expiry = lease.expires_at
-            if expiry is not None and self._now < expiry < check:
-                check = expiry
+            lease_expiry = lease.expires_at
+            if lease_expiry is not None and self._now < lease_expiry < check:
+                check = lease_expiry
         drain = self._drain_deadline
         return drain if drain is not None and drain < check else check
 
     def _max_lifetime_seconds(self) -> float:
-        return self.setup.max_lifetime / 1000.0
+        return self._setup_frame().max_lifetime / 1000.0
+
+    def _setup_frame(self) -> SetupFrame:
+        """The SETUP in force (sent or accepted): set in every state that has timers."""
+        setup = self.setup
+        assert setup is not None, "no SETUP yet"
+        return setup
 
     # ---------------------------------------------------------------------------- requester
 
-    def _new_stream_id(self) -> int:
+    def _check_can_request(self) -> None:
+        """Raise why no request may be sent now (called when not plainly open)."""
         if self.state == _CLOSED:
             raise E.LocalProtocolError("the connection is closed")
         if self.state == _AWAIT_SETUP or self.state == _RESUME_PENDING:
@@ -666,32 +701,50 @@ class RSocketConnection:
         if self._closing:
             raise E.LocalProtocolError(
                 "the connection is closing (graceful close): it accepts no new requests")
-        sid = self._next_stream_id
-        if sid > MAX_U31:
-            raise E.StreamIdsExhaustedError(
-                "every stream id of this side has been used (2^31-1); open a new connection")
-        lease = self._lease
-        if lease is not None:
-            lease.use(self._now)  # raises LeaseError: nothing sent, no stream id used
-        self._next_stream_id = sid + 2
-        return sid
 
-    def _send_request(self, kind: int, payload: Payload, initial_n: int,
+    @staticmethod
+    def _ids_exhausted() -> E.StreamIdsExhaustedError:
+        return E.StreamIdsExhaustedError(
+            "every stream id of this side has been used (2^31-1); open a new connection")
+
+    # tests jump to the last stream ids (tests/core/test_connection_streams.py)
+    @property
+    def _next_stream_id(self) -> int:
+        return self._ids.next_id
+
+    @_next_stream_id.setter
+    def _next_stream_id(self, stream_id: int) -> None:
+        self._ids.next_id = stream_id
+
+    def _send_request(self, kind: FrameType, payload: Payload, initial_n: int,
                       complete: bool = False) -> int:
         fixed = b""
         if kind == STREAM or kind == CHANNEL:
             if not 1 <= initial_n <= MAX_U31:
                 raise ValueError(f"initial request n must be in [1, {MAX_U31}], got {initial_n}")
             fixed = _U32.pack(initial_n)
-        sid = self._new_stream_id()
+        state = self.state
+        if state != _OPEN or self._closing:
+            self._check_can_request()
+        # a new stream id (RSocket 1.0 §Stream Identifiers)
+        ids = self._ids
+        lease = self._lease
+        if lease is not None:
+            if ids.exhausted:
+                raise self._ids_exhausted()
+            lease.use(self._now)  # raises LeaseError: nothing sent, no stream id used
+        try:
+            sid = ids.allocate()
+        except IdsExhausted:
+            raise self._ids_exhausted() from None
         self._queue_payload_bearing(kind, sid, FLAG_COMPLETE if complete else 0, fixed,
                                     payload.data, payload.metadata)
         if kind != FNF:
             send_open, recv_open, needs_credit = _STREAM_TABLE[kind, True]
             if kind == CHANNEL and complete:
                 send_open = False
-            self._streams[sid] = _Stream(kind, True, send_open, recv_open,
-                                         0 if needs_credit else None)
+            self._streams.add(_Stream(sid, kind, True, send_open, recv_open,
+                                      Credit(_ITEMS) if needs_credit else None), remote=False)
         return sid
 
     def request_response(self, payload: Payload) -> int:
@@ -754,17 +807,19 @@ class RSocketConnection:
         s = self._sending_stream(stream_id)
         credit = s.credit
         if credit is not None:
-            if credit <= 0:
+            # Credit.consume(1), inlined: one call less per item on the hot path
+            if credit.available <= 0:
                 raise E.LocalProtocolError(
                     f"stream {stream_id}: no credit (the peer has not sent REQUEST_N)")
-            s.credit = credit - 1
+            credit.available -= 1
         if s.kind == RESPONSE:
             complete = True  # a request-response answer is always complete
         self._queue_payload_bearing(_PAYLOAD, stream_id,
                                     FLAG_NEXT | FLAG_COMPLETE if complete else FLAG_NEXT, b"",
                                     payload.data, payload.metadata)
-        if complete:
-            self._half_close_send(stream_id, s)
+        # (the table removes the stream when both halves are closed)
+        if complete and self._streams.close_send(s) and self._closing and not self._streams:
+            self._drained()
 
     def send_complete(self, stream_id: int) -> None:
         """End our outbound half with a PAYLOAD carrying only C (onComplete)."""
@@ -798,10 +853,8 @@ class RSocketConnection:
             self._drop(stream_id, s)
         else:
             # responder of a channel canceling its inbound half: stop receiving
-            s.recv_open = False
             s.reassembly = None
-            if not s.send_open:
-                self._drop(stream_id, s)
+            self._half_close_recv(stream_id, s)
 
     def send_request_n(self, stream_id: int, n: int) -> None:
         """Grant the peer ``n`` more items on ``stream_id`` (spec §REQUEST_N Frame).
@@ -816,30 +869,18 @@ class RSocketConnection:
             return
         self._queue(_REQUEST_N_HEAD.pack(stream_id, FrameType.REQUEST_N << 10, n))
 
-    # (the two half-closes inline _drop: they end most streams)
+    # the last stream to end during a graceful close closes the connection
     def _half_close_send(self, stream_id: int, s: _Stream) -> None:
-        s.send_open = False
-        if not s.recv_open:
-            del self._streams[stream_id]
-            if not s.requester:
-                self._peer_streams -= 1
-            if self._closing and not self._streams:
-                self._drained()
+        if self._streams.close_send(s) and self._closing and not self._streams:
+            self._drained()
 
     def _half_close_recv(self, stream_id: int, s: _Stream) -> None:
-        s.recv_open = False
-        if not s.send_open:
-            del self._streams[stream_id]
-            if not s.requester:
-                self._peer_streams -= 1
-            if self._closing and not self._streams:
-                self._drained()
+        if self._streams.close_recv(s) and self._closing and not self._streams:
+            self._drained()
 
     def _drop(self, stream_id: int, s: _Stream) -> None:
-        """Forget an ended stream; the last one to end during a graceful close closes."""
-        del self._streams[stream_id]
-        if not s.requester:
-            self._peer_streams -= 1
+        """Forget an ended stream (both halves, whatever their state)."""
+        self._streams.remove(stream_id)
         if self._closing and not self._streams:
             self._drained()
 
@@ -901,7 +942,8 @@ class RSocketConnection:
             self._now = now
         deadline = self._now + drain_timeout / 1000.0
         if self._closing:  # already closing: a shorter timeout still applies
-            if deadline < self._drain_deadline:
+            current = self._drain_deadline
+            if current is None or deadline < current:
                 self._drain_deadline = deadline
                 self._drain_timeout = drain_timeout
             return []
@@ -917,7 +959,7 @@ class RSocketConnection:
     def _start_closing(self, peer_error: E.ConnectionCloseError | None, drain_timeout: int,
                        message: str) -> None:
         self._closing = True
-        self._stream_limit = -1  # every new request from the peer is refused
+        self._streams.limit = -1  # every new request from the peer is refused
         self._closing_error = peer_error
         self._close_message = message
         self._drain_timeout = drain_timeout
@@ -951,7 +993,8 @@ class RSocketConnection:
         return self._close_with(E.ConnectionError(str(exc.message)), True, report=exc)
 
     def _close_with(self, error: E.RSocketError, by_peer: bool, *,
-                    report: E.RSocketError | None | bool = True, send: bool = True) -> list[Event]:
+                    report: E.RSocketError | None | Literal[True] = True,
+                    send: bool = True) -> list[Event]:
         """Queue ERROR on stream 0 (if ``send``), drop all streams, report ConnectionClosed."""
         if self.state == _CLOSED:
             return []
@@ -959,7 +1002,6 @@ class RSocketConnection:
             self._queue(self._error_bytes(0, error.error_code, error.message))
         self.state = _CLOSED
         self._streams.clear()
-        self._peer_streams = 0
         self._drain_deadline = None
         reported = error if report is True else report
         self.closed_error = reported
@@ -979,9 +1021,12 @@ class RSocketConnection:
         """
         if self.state == _CLOSED:
             return []
-        if error is None:
-            error = self._closing_error or E.ConnectionLostError(reason)
-        return self._close_with(error, True, send=False)
+        reported: E.RSocketError
+        if error is not None:
+            reported = error
+        else:
+            reported = self._closing_error or E.ConnectionLostError(reason)
+        return self._close_with(reported, True, send=False)
 
     # ---------------------------------------------------------------------------- leases
 
@@ -1020,12 +1065,19 @@ class RSocketConnection:
         self.resume_buffer = ResumeBuffer(self.config.max_resume_buffer_size)
         # the resumable send path replaces the plain one for this instance only: with resume
         # off, sending costs nothing extra
-        self._queue = self._queue_resumable
-        self._queue_payload_bearing = self._queue_payload_bearing_resumable
+        self._queue = self._queue_resumable  # type: ignore[method-assign]  # per instance
+        self._queue_payload_bearing = (  # type: ignore[method-assign]  # (likewise)
+            self._queue_payload_bearing_resumable)
+
+    def _resume_state(self) -> ResumeBuffer:
+        """The resume buffer of a resumable connection (set by :meth:`_enable_resume`)."""
+        buffer = self.resume_buffer
+        assert buffer is not None, "not resumable"
+        return buffer
 
     def _queue_resumable(self, frame_bytes: bytes) -> None:
         if frame_bytes[:4] != _STREAM_ZERO:
-            self.resume_buffer.append(frame_bytes)
+            self._resume_state().append(frame_bytes)
             if self.state != _OPEN:
                 return  # no transport: it goes out from the buffer when the session resumes
         RSocketConnection._queue(self, frame_bytes)
@@ -1040,11 +1092,11 @@ class RSocketConnection:
                 self._queue_resumable(f)
             return
         frame = encode_payload_bearing(frame_type, sid, flags, fixed, data, metadata)
-        self.resume_buffer.append(frame)  # (a request or PAYLOAD: never on stream 0)
+        self._resume_state().append(frame)  # (a request or PAYLOAD: never on stream 0)
         if self.state != _OPEN:
             return
         if self._prefixed and self._frame_logger is None:
-            self._out += (_U24.pack(n >> 16, n & 0xFFFF), frame)
+            self._out.extend((_U24.pack(n >> 16, n & 0xFFFF), frame))
         else:
             RSocketConnection._queue(self, frame)
 
@@ -1052,7 +1104,7 @@ class RSocketConnection:
         self._now = now
         self._last_alive = now
         self._alive_since_tick = False
-        self._out = []
+        self._out.clear()
         if self._reader is not None:
             self._reader = FrameReader(self.config.max_frame_size)
 
@@ -1098,11 +1150,13 @@ class RSocketConnection:
         """
         if not self.is_client or self.state != _DETACHED:
             raise E.LocalProtocolError("only a detached resumable client connection resumes")
+        token = self.resume_token
+        assert token is not None  # (set with the resume buffer)
         self._new_transport(now)
         self.state = _RESUMING
         RSocketConnection._queue(self, encode(ResumeFrame(
-            token=self.resume_token, last_received_server_position=self._received,
-            first_available_client_position=self.resume_buffer.first_position)))
+            token=token, last_received_server_position=self._received,
+            first_available_client_position=self._resume_state().first_position)))
 
     def resume_session(self, frame: ResumeFrame, now: float) -> list[Event]:
         """Server: continue this session on a new transport, as the client's ``frame`` asks.
@@ -1170,9 +1224,9 @@ class RSocketConnection:
     def _receive_while_resuming(self, frame: Frame, events: list[Event]) -> None:
         """Client, RESUME sent: only RESUME_OK or an ERROR may come (spec §Resume Operation)."""
         ft = frame.frame_type
-        if ft == FrameType.RESUME_OK:
+        if isinstance(frame, ResumeOkFrame):
             self._resumed(frame, events)
-        elif ft == FrameType.ERROR and frame.stream_id == 0:
+        elif isinstance(frame, ErrorFrame) and frame.stream_id == 0:
             events.extend(self._close_with(
                 E.error_from_code(frame.error_code, frame.data.decode("utf-8", "replace")),
                 True, send=False))
@@ -1184,7 +1238,7 @@ class RSocketConnection:
     def _resumed(self, f: ResumeOkFrame, events: list[Event]) -> None:
         position = f.last_received_client_position
         try:
-            replay = self.resume_buffer.replay_from(position)
+            replay = self._resume_state().replay_from(position)
         except ResumePositionError as exc:
             events.extend(self._close_with(E.ConnectionError(f"cannot resume: {exc}"), True))
             return
@@ -1194,7 +1248,7 @@ class RSocketConnection:
         queue = RSocketConnection._queue
         for frame_bytes in replay:
             queue(self, frame_bytes)
-        self._next_keepalive = self._now + self.setup.keepalive_interval / 1000.0
+        self._next_keepalive = self._now + self._setup_frame().keepalive_interval / 1000.0
         events.append(ConnectionResumed(position, len(replay)))
 
     # ---------------------------------------------------------------------------- handlers
@@ -1255,7 +1309,8 @@ class RSocketConnection:
 
     def _request(self, sid: int, kind: FrameType, follows: bool, complete: bool, n: int,
                  data: bytes, metadata: bytes | None, events: list[Event]) -> None:
-        if sid == 0 or sid in self._streams:
+        streams = self._streams
+        if sid == 0 or streams.get(sid) is not None:
             return  # spec: a request on a stream id in use MUST be ignored
         if (sid & 1) == (1 if self.is_client else 0):
             return  # the peer used our parity: not a stream it may open; ignore
@@ -1268,13 +1323,12 @@ class RSocketConnection:
             if reason is not None:
                 self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, reason))
                 return
-        if self._peer_streams >= self._stream_limit and (
-                kind != FNF or follows or self._closing):
+        if streams.remote >= streams.limit and (kind != FNF or follows or self._closing):
             # (a whole fire-and-forget holds no stream: only a graceful close refuses it)
             self._refuse(sid)
             return
         if follows:
-            s = _Stream(kind, False, False, True, None)
+            s = _Stream(sid, kind, False, False, True, None)
             s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size)
             r.complete = complete
             try:
@@ -1282,37 +1336,30 @@ class RSocketConnection:
             except E.PayloadTooLargeError as exc:
                 self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
                 return
-            self._streams[sid] = s
-            self._peer_streams += 1
+            streams.add(s, remote=True)
             return
-        self._open_responder_stream(sid, kind, Payload(data, metadata), n, complete, events)
+        if kind != FNF:  # a fire-and-forget has no stream state
+            send_open, recv_open, needs_credit = _STREAM_TABLE[kind, False]
+            if kind == CHANNEL and complete:
+                recv_open = False
+            streams.add(_Stream(sid, kind, False, send_open, recv_open,
+                                Credit(_ITEMS, n) if needs_credit else None), remote=True)
+        events.append(RequestReceived(sid, kind, Payload(data, metadata), n, complete))
 
     def _refuse(self, sid: int) -> None:
         """Answer a request we will not serve with ERROR[REJECTED] (the peer may retry it)."""
         if self._closing:
             message = "connection closing"
         else:
-            message = (f"too many concurrent streams: {self._peer_streams} open, the limit is "
-                       f"{self._stream_limit} (max_concurrent_streams)")
+            message = (f"too many concurrent streams: {self._streams.remote} open, the limit "
+                       f"is {self._streams.limit} (max_concurrent_streams)")
         self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, message))
-
-    def _open_responder_stream(self, sid: int, kind: int, payload: Payload, n: int,
-                               complete: bool, events: list[Event]) -> None:
-        if kind != FNF:  # a fire-and-forget has no stream state
-            send_open, recv_open, needs_credit = _STREAM_TABLE[kind, False]
-            if kind == CHANNEL and complete:
-                recv_open = False
-            self._streams[sid] = _Stream(kind, False, send_open, recv_open,
-                                         n if needs_credit else None)
-            self._peer_streams += 1
-        events.append(RequestReceived(sid, kind, payload, n, complete))
 
     def _on_request_n(self, f, events: list[Event]) -> None:
         s = self._streams.get(f.stream_id)
         if s is None or s.credit is None or not s.send_open:
             return
-        credit = s.credit + f.request_n
-        s.credit = MAX_U31 if credit > MAX_U31 else credit  # saturates at 2^31-1
+        s.credit.grant_saturating(f.request_n)  # spec §Flow Control: saturates at 2^31-1
         events.append(RequestNReceived(f.stream_id, f.request_n))
 
     def _on_cancel(self, f, events: list[Event]) -> None:
@@ -1332,9 +1379,7 @@ class RSocketConnection:
         if s.requester:
             # the responder of a channel canceled our outbound half
             if s.send_open:
-                s.send_open = False
-                if not s.recv_open:
-                    self._drop(sid, s)
+                self._half_close_send(sid, s)
                 events.append(CancelReceived(sid))
             return
         self._drop(sid, s)
@@ -1363,16 +1408,25 @@ class RSocketConnection:
             if follows and not complete:
                 return
             s.reassembly = None
-            if r.frame_type != FrameType.PAYLOAD:
-                # the last fragment of a request we are responding to: the stream opens anew
-                # with its state (a request that began arriving before a graceful close is
-                # served)
-                del self._streams[sid]
-                self._peer_streams -= 1
-                self._open_responder_stream(sid, r.frame_type, r.payload(), r.initial_request_n,
-                                            r.complete or complete, events)
+            kind = r.frame_type
+            if kind != FrameType.PAYLOAD:
+                # the last fragment of a request we are responding to: the stream takes the
+                # state of its interaction (a request that began arriving before a graceful
+                # close is served)
+                complete = r.complete or complete
+                if kind == FNF:
+                    self._streams.remove(sid)  # a fire-and-forget holds no stream
+                else:
+                    s.kind = kind
+                    s.send_open, s.recv_open, needs_credit = _STREAM_TABLE[kind, False]
+                    if kind == CHANNEL and complete:
+                        s.recv_open = False
+                    if needs_credit:
+                        s.credit = Credit(_ITEMS, r.initial_request_n)
+                events.append(RequestReceived(sid, kind, r.payload(), r.initial_request_n,
+                                              complete))
                 if self._closing and not self._streams:
-                    self._drained()  # a fire-and-forget holds no stream
+                    self._drained()
                 return
             payload = r.payload()
         elif next_:
@@ -1383,8 +1437,8 @@ class RSocketConnection:
             return  # neither N nor C: nothing to deliver (spec: MUST NOT be sent); ignore
         if s.kind == RESPONSE:
             complete = True  # spec: a PAYLOAD for REQUEST_RESPONSE is complete regardless of C
-        if complete:
-            self._half_close_recv(sid, s)
+        if complete and self._streams.close_recv(s) and self._closing and not self._streams:
+            self._drained()
         events.append(PayloadReceived(sid, payload, complete))
 
     def _reassembly_overflow(self, sid: int, s: _Stream, exc: E.PayloadTooLargeError,
@@ -1407,7 +1461,7 @@ class RSocketConnection:
                 if not self.is_client or self._setup_confirmed:
                     return  # spec: a server ignores these; a client after establishment too
             error = E.error_from_code(code, message)
-            if code == E.ErrorCode.CONNECTION_CLOSE and self._streams:
+            if isinstance(error, E.ConnectionCloseError) and self._streams:
                 # spec: the receiver MUST wait for outstanding streams to terminate before
                 # closing; new requests are refused meanwhile
                 if not self._closing:

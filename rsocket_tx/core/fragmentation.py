@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from struct import Struct
 
+from ..mux.errors import ReassemblyLimitExceeded
+from ..mux.reassembly import Reassembler, ReassemblyBudget
 from .errors import PayloadTooLargeError
 from .frames import FLAG_COMPLETE, FLAG_FOLLOWS, FLAG_METADATA, FLAG_NEXT, FrameType
 from .payload import Payload
@@ -46,6 +48,7 @@ def fragment(frame_type: int, stream_id: int, fixed: bytes, data: bytes,
     :returns: encoded frames, in sending order.
     """
     mlen = -1 if metadata is None else len(metadata)
+    meta = b"" if metadata is None else metadata
     size = 6 + len(fixed) + (mlen + 3 if mlen >= 0 else 0) + len(data)
     term = (FLAG_COMPLETE if complete else 0)
     first_next = FLAG_NEXT if next_ and frame_type == FrameType.PAYLOAD else 0
@@ -64,7 +67,7 @@ def fragment(frame_type: int, stream_id: int, fixed: bytes, data: bytes,
         if mlen >= 0 and (mpos < mlen or (first and mlen == 0)):
             room -= 3
             take = min(room, mlen - mpos)
-            chunk_meta = metadata[mpos:mpos + take]
+            chunk_meta = meta[mpos:mpos + take]
             mpos += take
             room -= take
         take = min(room, dlen - dpos)
@@ -84,42 +87,52 @@ def fragment(frame_type: int, stream_id: int, fixed: bytes, data: bytes,
 
 
 class Reassembly:
-    """Collects the fragments of one payload on one stream, bounded by ``limit`` bytes.
+    """Collects the fragments of one payload on one stream, bounded by ``limit`` bytes of data
+    and metadata together (``max_reassembled_size``).
 
-    :ivar frame_type: type of the first fragment (a REQUEST_* type, or PAYLOAD).
-    :ivar initial_request_n: from a first REQUEST_STREAM / REQUEST_CHANNEL fragment.
+    The data and the metadata are each a :class:`~rsocket_tx.mux.reassembly.Reassembler`,
+    both counted against one :class:`~rsocket_tx.mux.reassembly.ReassemblyBudget` of
+    ``limit`` bytes.
+
+    :param frame_type: type of the first fragment (a REQUEST_* type, or PAYLOAD).
+    :param initial_request_n: from a first REQUEST_STREAM / REQUEST_CHANNEL fragment, else 0.
+    :param limit: the largest payload, in bytes (data + metadata).
     :ivar complete: C flag seen on the first fragment (REQUEST_CHANNEL) or the last.
     """
 
     __slots__ = ("frame_type", "initial_request_n", "complete", "_data", "_meta",
-                 "_size", "_limit")
+                 "_has_meta", "limit")
 
-    def __init__(self, frame_type: int, initial_request_n: int, limit: int) -> None:
+    def __init__(self, frame_type: FrameType, initial_request_n: int, limit: int) -> None:
         self.frame_type = frame_type
         self.initial_request_n = initial_request_n
         self.complete = False
-        self._data: list[bytes] = []
-        self._meta: list[bytes] | None = None
-        self._size = 0
-        self._limit = limit
+        self.limit = limit
+        budget = ReassemblyBudget(limit)
+        self._data = Reassembler(limit, budget)
+        self._meta = Reassembler(limit, budget)
+        self._has_meta = False
+
+    @property
+    def size(self) -> int:
+        """Bytes of data and metadata collected so far."""
+        return self._data.size + self._meta.size
 
     def add(self, data: bytes, metadata: bytes | None) -> None:
         """Append one fragment's data and metadata.
 
         :raises PayloadTooLargeError: the total would exceed the limit.
         """
-        self._size += len(data) + (len(metadata) if metadata is not None else 0)
-        if self._size > self._limit:
-            raise PayloadTooLargeError(
-                f"reassembled payload exceeds the limit of {self._limit} bytes")
-        if metadata is not None:
-            if self._meta is None:
-                self._meta = []
-            self._meta.append(metadata)
-        if data:
+        try:
+            if metadata is not None:
+                self._has_meta = True
+                self._meta.append(metadata)
             self._data.append(data)
+        except ReassemblyLimitExceeded:
+            raise PayloadTooLargeError(
+                f"reassembled payload exceeds the limit of {self.limit} bytes") from None
 
     def payload(self) -> Payload:
         """The reassembled payload."""
-        meta = None if self._meta is None else b"".join(self._meta)
-        return Payload(b"".join(self._data), meta)
+        meta = self._meta.finish() if self._has_meta else None
+        return Payload(self._data.finish(), meta)

@@ -12,9 +12,10 @@ attribute and ``stream_id`` is 0 on connection frames. All integers are big endi
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from struct import Struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .errors import FrameDecodeError, UnknownFrameTypeError
 
@@ -473,7 +474,8 @@ def _enc_ext(f: ExtFrame) -> bytes:
     return _HEADER_N.pack(f.stream_id, _type_flags(FrameType.EXT, flags), f.extended_type) + f.body
 
 
-_ENCODERS = {
+# (each encoder takes its own frame class: Any, as a dict cannot pair key and value types)
+_ENCODERS: dict[type, Callable[[Any], bytes]] = {
     SetupFrame: _enc_setup,
     LeaseFrame: _enc_lease,
     KeepaliveFrame: _enc_keepalive,

@@ -1,1 +1,2 @@
-"""Example services, ready to serve with ``twistd rsocket --responder`` or ``rsocket-tx serve``."""
+"""Example services: moved to :mod:`rsocket_tx.apps` (``rsocket_tx.examples.orders`` is
+:mod:`rsocket_tx.apps.orders`, the same module object; the name stays importable)."""

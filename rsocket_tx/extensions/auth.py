@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .mimetypes import (
-    _KNOWN_HEADERS,
+    WELL_KNOWN_HEADERS,
     MetadataDecodeError,
     as_bytes,
     decode_type_header,
@@ -132,9 +132,9 @@ def encode_auth(credentials: Credentials) -> bytes:
                 f"SimpleAuth.username is {size} UTF-8 bytes; the limit is "
                 f"{MAX_USERNAME_LENGTH} bytes"
             )
-        return b"".join((_KNOWN_HEADERS[_SIMPLE], size.to_bytes(2, "big"), username, password))
+        return b"".join((WELL_KNOWN_HEADERS[_SIMPLE], size.to_bytes(2, "big"), username, password))
     if isinstance(credentials, BearerAuth):
-        return _KNOWN_HEADERS[_BEARER] + _utf8(credentials.token, "BearerAuth.token")
+        return WELL_KNOWN_HEADERS[_BEARER] + _utf8(credentials.token, "BearerAuth.token")
     if isinstance(credentials, CustomAuth):
         payload = credentials.payload
         if payload.__class__ is not bytes:
@@ -150,7 +150,7 @@ def encode_auth(credentials: Credentials) -> bytes:
                 raise ValueError(
                     f"CustomAuth.auth_type id must be in 0..127, got {auth_type}"
                 )
-            header = _KNOWN_HEADERS[auth_type]
+            header = WELL_KNOWN_HEADERS[auth_type]
         else:
             header = encode_type_header(auth_type, "auth type", _AUTH_ID_BY_NAME)
         return header + payload

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .mimetypes import AUTHENTICATION as _AUTHENTICATION
 from .mimetypes import (
-    _ID_BY_NAME,
-    _KNOWN_HEADERS,
-    _NAME_BY_ID,
+    MIME_ID_BY_NAME,
+    MIME_NAME_BY_ID,
+    WELL_KNOWN_HEADERS,
     encode_type_header,
 )
-from .mimetypes import AUTHENTICATION as _AUTHENTICATION
 
 __all__ = ["CompositeEntry", "encode_composite", "decode_composite", "MAX_ENTRY_LENGTH"]
 
@@ -93,7 +93,7 @@ def encode_composite(entries: Iterable[CompositeEntry | tuple[str, bytes]]) -> b
                         f"a tuple entry must be (mime_type, content), got {len(entry)} items"
                     )
                 name, content = entry
-                header = encode_type_header(name, "MIME type", _ID_BY_NAME)
+                header = encode_type_header(name, "MIME type", MIME_ID_BY_NAME)
             elif isinstance(entry, CompositeEntry):
                 if entry.error is not None:
                     raise ValueError(
@@ -101,12 +101,12 @@ def encode_composite(entries: Iterable[CompositeEntry | tuple[str, bytes]]) -> b
                     )
                 content = entry.content
                 if entry.mime_type is not None:
-                    header = encode_type_header(entry.mime_type, "MIME type", _ID_BY_NAME)
+                    header = encode_type_header(entry.mime_type, "MIME type", MIME_ID_BY_NAME)
                 elif entry.mime_id is not None:
                     mime_id = entry.mime_id
                     if not isinstance(mime_id, int) or not 0 <= mime_id <= 0x7F:
                         raise ValueError(f"mime_id must be an int in 0..127, got {mime_id!r}")
-                    header = _KNOWN_HEADERS[mime_id]
+                    header = WELL_KNOWN_HEADERS[mime_id]
                 else:
                     raise ValueError("an entry needs a mime_type or a mime_id")
             else:
@@ -155,7 +155,7 @@ def decode_composite(data: bytes) -> list[CompositeEntry]:
             ]
     entries: list[CompositeEntry] = []
     append = entries.append
-    names = _NAME_BY_ID
+    names = MIME_NAME_BY_ID
     size = len(data)
     offset = 0
     while offset < size:

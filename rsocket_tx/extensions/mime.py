@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .mimetypes import (
-    _ID_BY_NAME,
-    _NAME_BY_ID,
+    MIME_ID_BY_NAME,
+    MIME_NAME_BY_ID,
     MetadataDecodeError,
     as_bytes,
     decode_type_header,
@@ -35,13 +35,13 @@ def encode_mime_type(mime: str) -> bytes:
     :raises TypeError: ``mime`` is not a ``str``.
     :raises ValueError: a custom MIME type that is empty, not US-ASCII or longer than 128 bytes.
     """
-    return encode_type_header(mime, "MIME type", _ID_BY_NAME)
+    return encode_type_header(mime, "MIME type", MIME_ID_BY_NAME)
 
 
 def _read_one(data: bytes, offset: int) -> tuple[str, int]:
     id_, name, offset = decode_type_header(data, offset, "MIME type")
     if id_ is not None:
-        name = _NAME_BY_ID.get(id_)
+        name = MIME_NAME_BY_ID.get(id_)
         if name is None:
             raise MetadataDecodeError(f"unknown well-known MIME type id 0x{id_:02x}")
     return name, offset  # type: ignore[return-value]
@@ -78,7 +78,7 @@ def encode_accept_mime_types(mimes: Iterable[str]) -> bytes:
             f"mimes must be an iterable of str, not a single {type(mimes).__name__}; "
             "wrap one MIME type in a list"
         )
-    out = b"".join([encode_type_header(mime, "MIME type", _ID_BY_NAME) for mime in mimes])
+    out = b"".join([encode_type_header(mime, "MIME type", MIME_ID_BY_NAME) for mime in mimes])
     if not out:
         raise ValueError("accept-MIME-types metadata needs at least one MIME type")
     return out

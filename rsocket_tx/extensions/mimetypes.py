@@ -100,8 +100,10 @@ WELL_KNOWN_MIME_TYPES: Mapping[int, str] = MappingProxyType(
     }
 )
 
-_ID_BY_NAME: dict[str, int] = {name: id_ for id_, name in WELL_KNOWN_MIME_TYPES.items()}
-_NAME_BY_ID: dict[int, str] = dict(WELL_KNOWN_MIME_TYPES)
+#: well-known MIME type name -> id (0..127), the compression table of ``|M| ID/Len`` headers
+MIME_ID_BY_NAME: dict[str, int] = {name: id_ for id_, name in WELL_KNOWN_MIME_TYPES.items()}
+#: well-known MIME type id -> name (ids the spec reserves without a name are absent)
+MIME_NAME_BY_ID: dict[int, str] = dict(WELL_KNOWN_MIME_TYPES)
 
 COMPOSITE_METADATA = "message/x.rsocket.composite-metadata.v0"
 ROUTING = "message/x.rsocket.routing.v0"
@@ -127,7 +129,7 @@ def mime_type_id(name: str) -> int | None:
     :param name: a MIME type string.
     :returns: the identifier from ``Extensions/WellKnownMimeTypes.md`` or ``None``.
     """
-    return _ID_BY_NAME.get(name)
+    return MIME_ID_BY_NAME.get(name)
 
 
 def mime_type_name(id: int) -> str | None:
@@ -136,7 +138,7 @@ def mime_type_name(id: int) -> str | None:
 
     :param id: a well-known MIME type identifier.
     """
-    return _NAME_BY_ID.get(id)
+    return MIME_NAME_BY_ID.get(id)
 
 
 def encode_type_header(name: str, what: str, well_known: Mapping[str, int]) -> bytes:
@@ -155,11 +157,12 @@ def encode_type_header(name: str, what: str, well_known: Mapping[str, int]) -> b
         raise TypeError(f"{what} must be a str, not {type(name).__name__}")
     id_ = well_known.get(name)
     if id_ is not None:
-        return _KNOWN_HEADERS[id_]
+        return WELL_KNOWN_HEADERS[id_]
     return _custom_header(name, what)
 
 
-_KNOWN_HEADERS = tuple(bytes((0x80 | i,)) for i in range(128))
+#: the one-byte header ``0x80 | id`` of each well-known id 0..127 (MIME and auth types)
+WELL_KNOWN_HEADERS = tuple(bytes((0x80 | i,)) for i in range(128))
 
 
 @lru_cache(maxsize=512)

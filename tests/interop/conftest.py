@@ -3,14 +3,16 @@ as ``twistd -n rsocket`` in a subprocess.
 
 * The peers must be installed (``make test`` and ``make peers`` run
   ``tests/interop/install_peers.sh``): if they are not, the tests FAIL with the message of
-  :func:`peers.ensure_installed` — they are never skipped for that.
+  :func:`peers.ensure_installed` — they are never skipped for that.  A module that needs
+  none of them (the Jini ERI ones) sets ``RSOCKET_PEERS = False``.
 * :class:`OurServer` starts ``twistd -n --pidfile= rsocket --listen
   tcp:port=0:interface=127.0.0.1 --listen ws:port=0:interface=127.0.0.1:path=/rsocket …`` (one
   process serving TCP and WebSocket), learns its ports from the ``RSocket server listening on``
   log lines (with a deadline), keeps every line it logs (``--debug`` adds one line per frame)
   and is always terminated.  The module fixtures start each server once per module.
 * ``peer_server(peer, **options)`` starts a peer's demo server once per module per option set.
-* ``routing_peers_installed`` and ``no_logged_errors`` are for the modules that ask for them
+* ``river`` (the Apache River Jini ERI mux peer, ``river_peer.py``), ``routing_peers_installed``
+  and ``no_logged_errors`` are for the modules that ask for them
   (``pytest.mark.usefixtures``).
 """
 
@@ -62,10 +64,17 @@ def _fail_unless_installed(check) -> None:
                     pytrace=False)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def peers_installed():
-    """Fail (not skip) every interop test when the peers are missing."""
+@pytest.fixture(scope="session")
+def _rsocket_peers_checked():
     _fail_unless_installed(peers.ensure_installed)
+
+
+@pytest.fixture(autouse=True)
+def peers_installed(request):
+    """Fail (not skip) every interop test when the RSocket peers are missing, except in the
+    modules that set ``RSOCKET_PEERS = False`` (the Jini ones: they build their own peer)."""
+    if getattr(request.module, "RSOCKET_PEERS", True):
+        request.getfixturevalue("_rsocket_peers_checked")
 
 
 @pytest.fixture(scope="session")
@@ -339,8 +348,10 @@ def demo_server():
 # Peer servers
 # ---------------------------------------------------------------------------------------------
 
-#: seconds a session-wide peer server lives at most (it also stops when pytest exits: stdin EOF)
-SESSION_SERVER_LIFETIME = 4 * 3600
+#: seconds a peer server started by :func:`peer_server` lives at most: a safety net only (it is
+#: stopped at the end of its module or session, and at stdin EOF when pytest exits); a 10-minute
+#: lifetime once ended the servers of ``test_our_client.py`` mid-module on a loaded machine
+SERVER_LIFETIME = peers.SERVER_LIFETIME
 
 
 @pytest.fixture(scope="session")
@@ -369,10 +380,10 @@ def peer_server(session_peer_servers):
     def get(peer: str, transport: str = "tcp", **options):
         options["transport"] = transport
         key = (peer, tuple(sorted(options.items())))
+        options["lifetime"] = SERVER_LIFETIME
         started = module_servers
         if peers.PEERS[peer].runtime == "jvm":
             started = session_peer_servers
-            options["lifetime"] = SESSION_SERVER_LIFETIME
         server = started.get(key)
         if server is not None:
             if server.process.poll() is not None:
@@ -418,3 +429,23 @@ def spring_client():
     client = spring_peer.start_client()
     yield client
     client.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The Apache River 2.2.3 peer (river_peer.py): one JVM per role and ration per session
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def river():
+    """:class:`river_peer.RiverPeers`: River's servers and client daemons, each (role,
+    initial ration) started once per session on first use.  The tests build the peer
+    themselves (``peers/river/install.sh``); they skip only when Java is missing."""
+    import river_peer
+
+    missing = river_peer.java_missing()
+    if missing is not None:
+        pytest.skip(f"the Apache River peer needs Java 17: {missing}")
+    _fail_unless_installed(river_peer.ensure_built)
+    started = river_peer.RiverPeers()
+    yield started
+    started.stop()

@@ -45,7 +45,8 @@ CLIENT_SCRIPT = "lease_client.py"
 def start_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
                        lease_interval: int | None = None, honor_lease: bool = False,
                        request_client: int = 0, request_wait: float = 2.0,
-                       startup_timeout: float = 30.0, lifetime: int = 600) -> peers.PeerServer:
+                       startup_timeout: float = 30.0,
+                       lifetime: int = peers.SERVER_LIFETIME) -> peers.PeerServer:
     """Start rsocket-py's lease server; wait until it listens.
 
     :returns: a :class:`peers.PeerServer` (``.port``, ``wait_event``, ``stop``).
@@ -110,7 +111,7 @@ def run_js_lease_client_deferred(port: int, **kwargs):
 def start_java_lease_server(*, lease_requests: int = 3, lease_ttl: int = 60_000,
                             lease_interval: int | None = None, max_pending: int | None = None,
                             request_client: int = 0, request_wait: float = 2.0,
-                            await_lease: bool = False, lifetime: int = 600
+                            await_lease: bool = False, lifetime: int = peers.SERVER_LIFETIME
                             ) -> peers.PeerServer:
     """Start rsocket-java's lease server: grants ``lease_requests`` for ``lease_ttl`` ms (then
     every ``lease_interval`` ms); ``request_client=K`` sends K request-responses to the

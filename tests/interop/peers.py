@@ -1135,10 +1135,16 @@ def _json_or_none(line: str, key: str):
         return None
 
 
+#: seconds a peer server lives at most when nobody stops it: a safety net only, since every
+#: server is started with ``--watch-stdin`` and stops when its stdin (our pipe) closes; long
+#: enough for the slowest module on a loaded machine (10 minutes once was not)
+SERVER_LIFETIME = 4 * 3600
+
+
 def start_server(peer: str, port: int = 0, fragment: int | None = None, *,
                  completion: str | None = None, request_n: int | None = None,
                  transport: str = "tcp", path: str = WS_PATH,
-                 startup_timeout: float = 30.0, lifetime: int = 600) -> PeerServer:
+                 startup_timeout: float = 30.0, lifetime: int = SERVER_LIFETIME) -> PeerServer:
     """Start ``peer``'s demo server and wait (reading its stdout) until it listens.
 
     :param peer: a key of :data:`PEERS`.
@@ -1180,6 +1186,27 @@ def start_program(label: str, argv: list[str], cwd: Path, startup_timeout: float
     server = PeerServer(label, process, argv)
     server._wait_listening(startup_timeout)
     return server
+
+
+def start_daemon(make, argv: list[str], cwd: Path, startup_timeout: float):
+    """Start a client daemon program (commands on its stdin, answers on its stdout) and wait
+    until it is ready.
+
+    :param make: ``make(process, argv)`` wraps the :class:`subprocess.Popen` in an object with
+        ``wait_ready(timeout)`` (raising :class:`PeerFailure`) and ``stop(timeout)``, e.g. a
+        daemon class.
+    :returns: that object, once ready.
+    :raises PeerFailure: it did not start (it is stopped).
+    """
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=cwd)
+    daemon = make(process, argv)
+    try:
+        daemon.wait_ready(startup_timeout)
+    except BaseException:
+        daemon.stop(5)
+        raise
+    return daemon
 
 
 def start_server_deferred(peer: str, port: int = 0, fragment: int | None = None, **kwargs):
@@ -1573,7 +1600,7 @@ def run_routing_client_deferred(peer: str, port: int, interaction: str, **kwargs
 
 def start_routing_server(port: int = 0, *, users: dict[str, str] | None = None,
                          tokens=None, startup_timeout: float = 30.0,
-                         lifetime: int = 600) -> PeerServer:
+                         lifetime: int = SERVER_LIFETIME) -> PeerServer:
     """Start rsocket-py's routing server (``py/routing_server.py``) and wait until it listens.
 
     :param users: username -> password it accepts (default :data:`ROUTING_SERVER_USERS`).

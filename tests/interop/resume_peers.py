@@ -41,7 +41,7 @@ CLIENT_SCRIPT = "resume_client.js"
 
 def start_js_resume_server(*, session_timeout: int = 60_000, request_n: int | None = None,
                            log_keepalive: bool = False, startup_timeout: float = 30.0,
-                           lifetime: int = 600) -> peers.PeerServer:
+                           lifetime: int = peers.SERVER_LIFETIME) -> peers.PeerServer:
     """Start the js resume server; wait until it listens.
 
     :param session_timeout: milliseconds a detached session waits for RESUME.
@@ -118,7 +118,7 @@ def start_java_server(*, resume: bool = False, session_duration: int | None = No
                       max_pending: int | None = None, request_client: int | None = None,
                       request_wait: int | None = None, await_lease: bool = False,
                       hold_client: bool = False, startup_timeout: float = 60.0,
-                      lifetime: int = 600) -> peers.PeerServer:
+                      lifetime: int = peers.SERVER_LIFETIME) -> peers.PeerServer:
     """Start rsocket-java's ``ReliabilityServer`` on 127.0.0.1; wait until it listens.
 
     :param resume: resumable sessions kept ``session_duration`` ms (default 60,000) with a

@@ -178,7 +178,8 @@ class SpringClient:
                                     f"{what}; stderr:\n{self.stderr[-4000:]}")
         return line
 
-    def _wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float) -> None:
+        """Wait until the daemon says READY (:func:`peers.start_daemon`)."""
         deadline = time.monotonic() + timeout
         while self._next_line(deadline, "READY") != "READY":
             pass
@@ -238,15 +239,7 @@ def start_client(*, lifetime: int = 3600) -> SpringClient:
     """
     ensure_installed()
     argv = program_argv("client", "--timeout", str(lifetime))
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=SPRING_DIR)
-    client = SpringClient(process, argv)
-    try:
-        client._wait_ready(STARTUP_TIMEOUT)
-    except BaseException:
-        client.stop(5)
-        raise
-    return client
+    return peers.start_daemon(SpringClient, argv, SPRING_DIR, STARTUP_TIMEOUT)
 
 
 def cbor_or_json(answer: dict, decoder) -> object:

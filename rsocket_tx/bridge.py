@@ -1,0 +1,526 @@
+"""One Twisted bridge under every multiplexed protocol (the model is Twisted's
+``twisted/web/_http2.py``: a sans-IO core under a Twisted producer).
+
+:class:`MuxProtocol` is an ``IProtocol`` and an ``IPushProducer`` that feeds what its
+transport receives to a sans-IO connection (:class:`~rsocket_tx.interfaces.IMuxConnection`,
+duck-typed) and writes what that connection queues. It knows nothing of any wire format: a
+protocol (RSocket: :class:`~rsocket_tx.protocol.RSocketProtocol`; the Jini ERI mux)
+subclasses it, builds its connection in :meth:`MuxProtocol.make_connection` and registers one
+handler per event class in :attr:`MuxProtocol.event_handlers`.
+
+What the bridge does, for every protocol:
+
+* **Reads**: bytes from a byte stream (``dataReceived``) go to ``connection.receive_data(data,
+  now)``; whole frames from a message transport
+  (:class:`~rsocket_tx.interfaces.IFrameTransport`, WebSocket: ``frameReceived``,
+  ``framesReceived``) to ``connection.receive_frame(frame, now)``. The events returned are
+  dispatched through :attr:`~MuxProtocol.event_handlers` (event class -> handler).
+* **Batched writes**: everything the connection queues while one read is handled goes out in
+  one ``transport.write`` at the end of the read; writes caused by application calls outside a
+  read are coalesced to the end of the reactor turn (:meth:`~MuxProtocol.flush_soon`, a
+  ``callLater(0)``, which runs before the reactor next polls: no latency is added).
+* **Backpressure and the send-buffer guard**: the protocol registers itself as its transport's
+  streaming producer. What is written while the transport is paused is counted; past
+  :attr:`~MuxProtocol.max_send_buffer_size` bytes the peer is taken not to read and
+  :meth:`~MuxProtocol.excessive_buffering` ends the connection.
+* **Time**: one ``callLater`` at ``connection.next_deadline()`` runs ``connection.tick(now)``
+  (:meth:`~MuxProtocol.schedule_tick`).
+* **The end**: once the connection is no longer open its transport is closed after the last
+  frame: a message transport with its clean close (the WebSocket close handshake); TCP with a
+  half-close (FIN after the last byte, reading on until the peer closes) and an abort
+  :data:`ABORT_DELAY` seconds later (:meth:`~MuxProtocol.end_transport`).
+* **TLS**: a TLS failure the transport was lost to becomes a
+  :class:`~rsocket_tx.transports.tls.TLSError` (:attr:`~MuxProtocol.tls_failure`);
+  :meth:`~MuxProtocol.when_secured` waits for the handshake.
+
+A subclass provides the hooks (all public, documented below; the defaults suit a protocol with
+no session outliving its transport): :meth:`~MuxProtocol.make_connection` (required),
+:meth:`~MuxProtocol.connection_started`, :meth:`~MuxProtocol.transport_lost`,
+:meth:`~MuxProtocol.transport_error`, :meth:`~MuxProtocol.excessive_buffering`,
+:meth:`~MuxProtocol.producing_resumed`, :meth:`~MuxProtocol.data_flushed`,
+:meth:`~MuxProtocol.connection_ended`, :meth:`~MuxProtocol.events_handled`. Its event
+handlers and API methods use the public state and methods: :attr:`~MuxProtocol.connection`,
+:attr:`~MuxProtocol.reactor`, :attr:`~MuxProtocol.paused`, :attr:`~MuxProtocol.dispatching`,
+:attr:`~MuxProtocol.aborting`, :attr:`~MuxProtocol.transport_gone`,
+:attr:`~MuxProtocol.ended`, :attr:`~MuxProtocol.held`, :meth:`~MuxProtocol.handle_events`,
+:meth:`~MuxProtocol.handle_events_now`, :meth:`~MuxProtocol.flush`,
+:meth:`~MuxProtocol.flush_soon`, :meth:`~MuxProtocol.schedule_tick`,
+:meth:`~MuxProtocol.stop_timers`, :meth:`~MuxProtocol.abort_later`,
+:meth:`~MuxProtocol.end_transport`, :meth:`~MuxProtocol.transport_attached`.
+
+A minimal subclass::
+
+    class EchoMuxProtocol(MuxProtocol):
+        def __init__(self, reactor):
+            super().__init__(reactor, max_send_buffer_size=1 << 20)
+            self.event_handlers = {DataReceived: self.on_data,
+                                   ConnectionClosed: self.on_closed}
+
+        def make_connection(self):
+            return EchoConnection(now=self.reactor.seconds())
+
+        def on_data(self, event):
+            self.connection.send(event.session, event.data)  # written at the read's end
+
+        def on_closed(self, event):
+            self.ended = True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import ConnectionDone
+from twisted.internet.interfaces import (
+    IHalfCloseableDescriptor,
+    IHandshakeListener,
+    IPushProducer,
+)
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOProtocol
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from .interfaces import IFrameTransport
+from .transports.tls import TLSError, tls_error
+
+__all__ = ["ABORT_DELAY", "MuxProtocol", "describe_loss"]
+
+_log = Logger()
+
+#: Seconds after the transport was half-closed (or after a graceful close's drain timeout) at
+#: which a transport that has still not closed (its peer does not read the last bytes) is
+#: aborted.
+ABORT_DELAY = 1.0
+
+
+def describe_loss(reason: Failure | None) -> str:
+    """Words for why a transport was lost, as given to ``connection.connection_lost``.
+
+    :param reason: ``connectionLost``'s Failure (None: a clean close).
+    :returns: ``"the transport closed cleanly"`` or ``"connection lost: <message>"``.
+    """
+    if reason is None or reason.check(ConnectionDone):
+        return "the transport closed cleanly"
+    return f"connection lost: {reason.getErrorMessage()}"
+
+
+@implementer(IPushProducer, IHandshakeListener)
+class MuxProtocol(Protocol):
+    """A Twisted protocol driving one sans-IO multiplexed connection (see the module
+    docstring for what it does and the hooks a subclass provides).
+
+    :param reactor: the ``IReactorTime`` provider for ticks, coalesced writes and aborts.
+    :param max_send_buffer_size: bytes that may wait in the transport for the peer to read:
+        the write that filled the transport's buffer (it paused us) plus what is written until
+        it has drained (it resumes us). Past it :meth:`excessive_buffering` is called.
+
+    :ivar connection: the sans-IO connection
+        (:class:`~rsocket_tx.interfaces.IMuxConnection`), built by :meth:`make_connection`
+        when the first transport connects; None before.
+    :ivar reactor: the reactor.
+    :ivar event_handlers: ``{event class: handler(event)}``: the dispatch table. An event
+        whose class has no handler, or whose handler raises, is logged and skipped.
+    :ivar max_send_buffer_size: bytes (see above).
+    :ivar message_transport: the transport provides
+        :class:`~rsocket_tx.interfaces.IFrameTransport` (one frame per message, written with
+        ``writeFrames``).
+    :ivar paused: the transport asked us to stop producing (its buffer is full), or a
+        subclass has no transport for now. Pumps of outbound data check it.
+    :ivar buffered: bytes written since the transport paused us (see
+        ``max_send_buffer_size``).
+    :ivar dispatching: events of a read (or a tick) are being dispatched: writes wait for the
+        end of the batch.
+    :ivar held: None, or the list of events held back: while it is a list,
+        :meth:`handle_events` appends to it instead of dispatching (a handler that must wait
+        for the application, e.g. an asynchronous SETUP acceptor, sets ``held = []``; the rest
+        of the batch joins it).
+    :ivar ended: the connection is over (a subclass sets it in its connection-closed
+        handler): the rest of the batch being dispatched is dropped.
+    :ivar aborting: the transport is being aborted: nothing more is written and the
+        connection's end does not close it gracefully.
+    :ivar transport_gone: the transport was lost (``connectionLost``).
+    :ivar tls_failure: the :class:`~rsocket_tx.transports.tls.TLSError` the transport was lost to (a
+        certificate or host name rejected, by us or by the peer), else None.
+    """
+
+    def __init__(self, reactor, *, max_send_buffer_size: int) -> None:
+        self.reactor = reactor
+        self.connection = None
+        self.event_handlers: dict[type, Callable] = {}
+        self.max_send_buffer_size = max_send_buffer_size
+        self.message_transport = False
+        self.paused = False
+        self.buffered = 0
+        self.dispatching = False
+        self.held: list | None = None
+        self.ended = False
+        self.aborting = False
+        self.transport_gone = False
+        self.tls_failure: TLSError | None = None
+        self._write_closed = False  # TCP half-closed after our last frame
+        self._timer = None  # the next tick
+        self._flush_call = None  # a pending flush_soon
+        self._abort_call = None  # the last resort of a closing transport
+        self._secured: list[Deferred] = []  # when_secured() waiters
+        self._handshake_done = False
+
+    # ------------------------------------------------------------------ hooks
+
+    def make_connection(self):
+        """Hook (required): build the sans-IO connection, when the first transport connects
+        (:attr:`message_transport` is already set). Returning it makes it
+        :attr:`connection`.
+
+        :returns: an :class:`~rsocket_tx.interfaces.IMuxConnection`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement make_connection()")
+
+    def connection_started(self) -> None:
+        """Hook: the connection is built and the protocol registered as the transport's
+        producer; what it queues now (e.g. a client's first frames) goes out in the write
+        that follows."""
+
+    def transport_lost(self, reason: Failure | None) -> None:
+        """Hook: the transport is gone (``connectionLost``, after TLS failures were put in
+        words). The default ends the connection: stops the timers, marks
+        :attr:`transport_gone` and dispatches ``connection.connection_lost(why)``'s events.
+        A protocol whose sessions outlive their transport overrides it."""
+        self.stop_timers()
+        self.transport_gone = True
+        if self.connection is not None:
+            self.handle_events(self.connection.connection_lost(describe_loss(reason)))
+
+    def transport_error(self, reason: str) -> None:
+        """Hook: the transport received something that is no frame of the protocol (a
+        WebSocket text message, a message past the maximum size). The default closes the
+        transport; a protocol tells its peer first."""
+        if self.transport is not None:
+            self.transport.loseConnection()
+
+    def excessive_buffering(self, message: str) -> None:
+        """Hook: more than :attr:`max_send_buffer_size` bytes wait for a peer that does not
+        read. :attr:`aborting` is already set and nothing more is written. The default aborts
+        the transport; a protocol fails its streams (and so ends its connection) first.
+
+        :param message: what happened, with the byte counts.
+        """
+        _log.warn("connection aborted: {message}", message=message)
+        self.transport.abortConnection()
+
+    def producing_resumed(self) -> None:
+        """Hook: the transport drained its buffer (``resumeProducing``): outbound pumps may go
+        on."""
+
+    def data_flushed(self) -> None:
+        """Hook: :meth:`flush` handed what was queued to the transport (called on every flush
+        that was not held back, even with nothing to write)."""
+
+    def connection_ended(self) -> None:
+        """Hook: :meth:`flush` found the connection no longer open while a transport is
+        attached and not being aborted. The default closes the transport after the last
+        frame (:meth:`end_transport`), unless it is gone."""
+        if not self.transport_gone:
+            self.end_transport()
+
+    def events_handled(self) -> None:
+        """Hook: every event of one read (or tick, or API call) has been dispatched (called
+        once per outermost batch, before its write)."""
+
+    # ------------------------------------------------------------------ IProtocol
+
+    def makeConnection(self, transport) -> None:
+        self._handshake_done = False  # (a TLS handshake of this transport is still to come)
+        super().makeConnection(transport)
+
+    def connectionMade(self) -> None:
+        """Build the connection (:meth:`make_connection`), become the transport's producer,
+        run :meth:`connection_started`, write what is queued and schedule the first tick."""
+        self.message_transport = IFrameTransport.providedBy(self.transport)
+        self.connection = self.make_connection()
+        self.transport.registerProducer(self, True)
+        self.connection_started()
+        self.flush()
+        self.schedule_tick()
+
+    def dataReceived(self, data: bytes) -> None:
+        events = self.connection.receive_data(data, self.reactor.seconds())
+        if events:
+            self.handle_events(events)
+        self.flush()
+
+    def frameReceived(self, frame: bytes) -> None:
+        """One whole frame (no length prefix) from an
+        :class:`~rsocket_tx.interfaces.IFrameTransport`: one WebSocket binary message."""
+        events = self.connection.receive_frame(frame, self.reactor.seconds())
+        if events:
+            self.handle_events(events)
+        self.flush()
+
+    def framesReceived(self, frames: list[bytes]) -> None:
+        """Several whole frames from an :class:`~rsocket_tx.interfaces.IFrameTransport` (the
+        messages of one read), handled as one read of a byte stream: their events in one
+        batch, one write."""
+        now = self.reactor.seconds()
+        receive = self.connection.receive_frame
+        events = []
+        for frame in frames:
+            events += receive(frame, now)
+        if events:
+            self.handle_events(events)
+        self.flush()
+
+    def connectionLost(self, reason: Failure | None = None) -> None:
+        error = tls_error(reason) if reason is not None else None
+        if error is not None:  # OpenSSL's tuple of codes becomes words
+            self.tls_failure = error
+            reason = Failure(error)
+        waiters, self._secured = self._secured, []
+        try:
+            self.transport_lost(reason)
+        finally:
+            for d in waiters:
+                d.errback(reason if reason is not None else Failure(ConnectionDone()))
+
+    # ------------------------------------------------------------------ TLS
+
+    def handshakeCompleted(self) -> None:
+        """``IHandshakeListener``: the TLS handshake under this protocol is done (the peer's
+        certificate and host name verified)."""
+        self._handshake_done = True
+        waiters, self._secured = self._secured, []
+        for d in waiters:
+            d.callback(self)
+
+    def when_secured(self) -> Deferred:
+        """A Deferred firing with this protocol once its TLS handshake is done (at once when
+        the transport is not TLS, or the handshake is already done); it fails with the
+        :class:`~rsocket_tx.transports.tls.TLSError` (or other reason) the connection was lost
+        to."""
+        if not isinstance(self.transport, TLSMemoryBIOProtocol) or self._handshake_done:
+            return succeed(self)
+        d = Deferred()
+        self._secured.append(d)
+        return d
+
+    # ------------------------------------------------------------------ IPushProducer
+
+    def pauseProducing(self) -> None:
+        self.paused = True
+
+    def resumeProducing(self) -> None:
+        self.paused = False
+        self.buffered = 0  # a transport resumes us once its buffer has drained
+        self.producing_resumed()
+
+    def stopProducing(self) -> None:
+        self.paused = True
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def is_open(self) -> bool:
+        """True while the connection is open (built and not ended)."""
+        conn = self.connection
+        return conn is not None and conn.is_open
+
+    def transport_attached(self) -> None:
+        """A subclass gave this protocol a new transport (a resumed session): clear what the
+        previous transport left (:attr:`transport_gone`, :attr:`aborting`,
+        :attr:`buffered`, the half-close)."""
+        self.transport_gone = False
+        self.aborting = False
+        self.buffered = 0
+        self._write_closed = False
+
+    # ------------------------------------------------------------------ output
+
+    def flush(self, force: bool = False) -> None:
+        """Write what the connection queued, in one ``transport.write``.
+
+        While a read is being handled, writes are held until its end (batching), unless
+        ``force``: an outbound pump forces a write every few hundred KiB so the transport can
+        apply backpressure (``pauseProducing``) mid-batch. Then :meth:`data_flushed`, and
+        :meth:`connection_ended` if the connection is no longer open.
+        """
+        if self.dispatching and not force:
+            return
+        conn = self.connection
+        if conn is None:
+            return
+        chunks = conn.chunks_to_send()
+        if chunks:
+            paused = self.paused
+            if paused:
+                # the transport's buffer is full: what we add now waits for the peer to read
+                self.buffered += sum(map(len, chunks))
+                if self.buffered > self.max_send_buffer_size:
+                    self._excessive_buffering()
+                    return
+            if self.message_transport:
+                # a message transport: with no length prefix each chunk is one whole frame
+                self.transport.writeFrames(chunks)
+            elif len(chunks) <= 4:
+                # one frame, or a large payload queued as header + data: no copy here
+                self.transport.writeSequence(chunks)
+            else:
+                self.transport.write(b"".join(chunks))  # many small frames: one C-level join
+            if self.paused and not paused:
+                # this write filled the transport's buffer: it waits for the peer, in full
+                self.buffered = sum(map(len, chunks))
+                if self.buffered > self.max_send_buffer_size:
+                    self._excessive_buffering()
+                    return
+        self.data_flushed()
+        if not conn.is_open and self.transport is not None and not self.aborting:
+            self.connection_ended()
+
+    def _excessive_buffering(self) -> None:
+        self.aborting = True
+        self.excessive_buffering(
+            f"the peer is not reading: {self.buffered} bytes are queued for it, more than the "
+            f"max_send_buffer_size of {self.max_send_buffer_size} bytes; the connection is "
+            "aborted")
+
+    def flush_soon(self) -> None:
+        """Write what the connection queued at the end of this reactor turn.
+
+        Calls made by application code (outside a read) are coalesced: a burst of requests
+        issued in one turn goes out in one ``transport.write``. No latency is added: a
+        transport writes to its socket only when the reactor next polls, and this delayed call
+        runs before that poll.
+        """
+        if self.dispatching or self._flush_call is not None:
+            return  # the end of the read being handled, or the pending call, writes it
+        self._flush_call = self.reactor.callLater(0, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._flush_call = None
+        self.flush()
+
+    def end_transport(self) -> None:
+        """Close the transport after our last frame (often an error frame).
+
+        On a message transport (WebSocket): its clean close (the close handshake). On TCP:
+        half-close (FIN after the last byte) and keep reading until the peer closes,
+        aborting after :data:`ABORT_DELAY` seconds. Closing outright while the peer is still
+        sending (e.g. the rest of a frame written in several writes) makes our kernel answer
+        with RST, and a peer that receives RST may drop our last frame unread.
+        """
+        transport = self.transport
+        if self.message_transport or not IHalfCloseableDescriptor.providedBy(transport):
+            # (a WebSocket, or not a real TCP socket)
+            transport.loseConnection()
+            return
+        if self._write_closed:
+            return
+        self._write_closed = True
+        transport.loseWriteConnection()
+        if self._abort_call is None:  # (a graceful close's abort timer may be running)
+            self._abort_call = self.reactor.callLater(ABORT_DELAY, transport.abortConnection)
+
+    def abort_later(self, delay: float, why: str) -> None:
+        """Abort the transport in ``delay`` seconds unless it is gone by then (the last
+        resort of a graceful close whose peer does not close); an abort already due sooner
+        stays.
+
+        :param delay: seconds.
+        :param why: logged (level info) when the abort happens.
+        """
+        call = self._abort_call
+        if call is None:
+            self._abort_call = self.reactor.callLater(delay, self._abort_transport, why)
+        elif call.getTime() > self.reactor.seconds() + delay:
+            call.reset(delay)
+
+    def _abort_transport(self, why: str) -> None:
+        self._abort_call = None
+        if self.transport is None or self.transport_gone:
+            return
+        _log.info("{why}", why=why)
+        self.aborting = True
+        self.transport.abortConnection()
+
+    # ------------------------------------------------------------------ time
+
+    def schedule_tick(self) -> None:
+        """(Re)schedule the tick at ``connection.next_deadline()`` (none if it is None)."""
+        deadline = self.connection.next_deadline()
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - self.reactor.seconds())
+        if self._timer is not None and self._timer.active():
+            self._timer.reset(delay)
+        else:
+            self._timer = self.reactor.callLater(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        events = self.connection.tick(self.reactor.seconds())
+        if events:
+            self.handle_events(events)
+        self.flush()
+        self.schedule_tick()
+
+    def stop_timers(self, abort: bool = True) -> None:
+        """Cancel the pending tick and coalesced write, and (``abort``) the pending abort of
+        the transport."""
+        calls = (self._timer, self._flush_call, self._abort_call) if abort else \
+            (self._timer, self._flush_call)
+        for call in calls:
+            if call is not None and call.active():
+                call.cancel()
+        self._timer = self._flush_call = None
+        if abort:
+            self._abort_call = None
+
+    def cancel_tick(self) -> None:
+        """Cancel the pending tick (the connection has no deadline left)."""
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+    # ------------------------------------------------------------------ events
+
+    def handle_events(self, events: list) -> None:
+        """Dispatch ``events`` through :attr:`event_handlers`, then write (unless called
+        inside another dispatch, whose end writes).
+
+        While :attr:`held` is a list the events join it instead. A handler that raises is
+        logged (an application bug must not kill the connection); once :attr:`ended` is set
+        the rest of the batch is dropped; a handler that sets :attr:`held` holds the rest of
+        the batch. After the outermost batch :meth:`events_handled` runs.
+        """
+        if self.held is not None:
+            self.held.extend(events)
+            return
+        was = self.dispatching
+        self.dispatching = True
+        try:
+            handlers = self.event_handlers
+            for i, event in enumerate(events):
+                try:
+                    handlers[event.__class__](event)
+                except Exception:  # noqa: BLE001 - an app bug must not kill the connection
+                    _log.failure("error handling {event!r}", event=event)
+                if self.held is not None:  # the application is deciding: hold the rest
+                    self.held.extend(events[i + 1:])
+                    return
+                if self.ended:
+                    # the connection closed (e.g. its opening refused): the rest is moot
+                    break
+            if not was:
+                self.events_handled()
+        finally:
+            self.dispatching = was
+        self.flush()
+
+    def handle_events_now(self, events: list) -> None:
+        """Dispatch ``events`` even while others are :attr:`held` (e.g. the end of the
+        connection); the held ones stay held if the connection is still open."""
+        held, self.held = self.held, None
+        self.handle_events(events)
+        if held is not None and self.connection.is_open:
+            self.held = held

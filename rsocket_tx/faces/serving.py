@@ -1,0 +1,473 @@
+"""What the server faces of every protocol share: ``twistd rsocket`` and ``rsocket-tx serve``
+(:mod:`rsocket_tx.faces.tap`), ``twistd jini-mux`` (:mod:`rsocket_tx.jini.tap`).
+
+Nothing here knows a protocol: a face passes in its endpoint parser, its factory and the names
+it logs under.
+
+* option checks: :class:`SettingsError`, :func:`parse_int_option`, :func:`parse_listen`,
+  :func:`check_listen`, :func:`import_named`, :func:`load_class`, :func:`named_class`;
+* :class:`ListenOptions` -- a twistd :class:`~twisted.python.usage.Options` base with a
+  repeatable ``--listen``/``-l``;
+* :class:`ServerService` -- one factory served on several endpoints: a failed listen fails the
+  start (and stops the endpoints already listening), ``stopService`` closes the connections
+  gracefully; :class:`EndpointService` and :class:`ObservedEndpoint` are its parts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+
+from twisted.application.internet import StreamServerEndpointService
+from twisted.application.service import MultiService, Service
+from twisted.internet.defer import (
+    CancelledError,
+    Deferred,
+    DeferredList,
+    gatherResults,
+    maybeDeferred,
+    succeed,
+)
+from twisted.internet.interfaces import IStreamServerEndpoint
+from twisted.logger import Logger
+from twisted.python import usage
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+__all__ = [
+    "SettingsError",
+    "parse_int_option",
+    "check_listen",
+    "parse_listen",
+    "import_named",
+    "load_class",
+    "named_class",
+    "ListenOptions",
+    "format_address",
+    "ObservedEndpoint",
+    "EndpointService",
+    "ServerService",
+]
+
+log = Logger()
+
+
+class SettingsError(ValueError):
+    """An option value is invalid; the message names the option and says what is expected."""
+
+
+# -- option checks -------------------------------------------------------------------------------
+
+
+def parse_int_option(
+    name: str, value, *, minimum: int, maximum: int | None = None, unit: str
+) -> int | None:
+    """Validate an integer option.
+
+    :param name: the option's long name, without ``--`` (for the message).
+    :param value: ``None`` (not given), an int, or a decimal string (``_`` separators allowed).
+    :param minimum: the smallest value accepted.
+    :param maximum: the largest value accepted (``None``: no limit).
+    :param unit: the unit, for the message (``"bytes"``, ``"milliseconds"``).
+    :returns: the integer, or ``None`` if ``value`` is ``None``.
+    :raises SettingsError: if it is not an integer or out of range.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise SettingsError(f"--{name}: expected an integer number of {unit}, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip().replace("_", "")
+        try:
+            number = int(text, 10)
+        except ValueError:
+            raise SettingsError(
+                f"--{name}: expected an integer number of {unit}, got {value!r}"
+            ) from None
+    if number < minimum:
+        raise SettingsError(f"--{name}: must be at least {minimum} {unit}, got {number}")
+    if maximum is not None and number > maximum:
+        raise SettingsError(f"--{name}: must be at most {maximum} {unit}, got {number}")
+    return number
+
+
+class _NoReactor:
+    """Stands in for the reactor while endpoint strings are only checked, so that option
+    parsing never imports (and so installs) the global reactor before twistd picks one."""
+
+
+def check_listen(spec, server_endpoint: Callable) -> str:
+    """Check that ``spec`` parses as a server endpoint, without a reactor.
+
+    :param spec: an endpoint string or URI (or an endpoint object).
+    :param server_endpoint: the face's parser, ``server_endpoint(reactor, spec)``
+        (e.g. :func:`rsocket_tx.transports.endpoints.server_endpoint`), raising ValueError.
+    :returns: ``spec``.
+    :raises SettingsError: if it cannot be parsed (the message starts with ``--listen:``).
+    """
+    try:
+        server_endpoint(_NoReactor(), spec)
+    except ValueError as e:
+        raise SettingsError(f"--listen: {e}") from None
+    except Exception:
+        pass  # a parser that wants a real reactor: checked when the service is built
+    return spec
+
+
+def parse_listen(listen: Iterable[str] | None, default: str,
+                 server_endpoint: Callable) -> tuple[str, ...]:
+    """Validate the ``--listen`` values of a server face.
+
+    :param listen: endpoint strings / URIs, in the order given (``None`` or empty: ``default``).
+    :param default: the face's default endpoint.
+    :param server_endpoint: the face's parser (see :func:`check_listen`).
+    :returns: the endpoints, at least one.
+    :raises SettingsError: one does not parse, or one is given twice.
+    """
+    specs = tuple(listen) if listen else (default,)
+    for spec in specs:
+        check_listen(spec, server_endpoint)
+    if len(set(specs)) != len(specs):
+        raise SettingsError(f"--listen: the same endpoint is given twice: {list(specs)}")
+    return specs
+
+
+def import_named(option: str, spec: str, kind: str = "Class"):
+    """Import the object named ``spec`` for ``--option``.
+
+    :param option: the option's long name, without ``--`` (for the message).
+    :param spec: ``package.module:Attr`` (``Attr`` may be dotted: ``module:Outer.Inner``) or
+        ``package.module.Attr``.
+    :param kind: what ``Attr`` is, for the message (``"Class"``, ``"Name"``).
+    :returns: the object.
+    :raises SettingsError: if the module cannot be imported (or raises while importing) or has
+        no such attribute.
+    """
+    text = spec.strip()
+    if ":" in text:
+        module_name, _, attr_path = text.partition(":")
+    else:
+        module_name, _, attr_path = text.rpartition(".")
+    if not module_name or not attr_path:
+        raise SettingsError(f"--{option}: expected package.module:{kind}, got {spec!r}")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SettingsError(f"--{option}: cannot import module {module_name!r}: {e}") from None
+    except Exception as e:  # the module itself raised while importing
+        raise SettingsError(
+            f"--{option}: importing module {module_name!r} failed: {type(e).__name__}: {e}"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SettingsError(
+                f"--{option}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    return obj
+
+
+def load_class(option: str, spec: str, base: type, base_name: str) -> type:
+    """Import the subclass of ``base`` named ``spec`` (see :func:`import_named`).
+
+    :param base_name: how the message names ``base`` (``"rsocket_tx.Responder"``).
+    :returns: the class.
+    :raises SettingsError: it cannot be imported, or is not a subclass of ``base``.
+    """
+    obj = import_named(option, spec, "Class")
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise SettingsError(
+            f"--{option}: {spec!r} is not a subclass of {base_name} (it is {obj!r})"
+        )
+    return obj
+
+
+def named_class(option: str, value, base: type, base_name: str) -> tuple[str, type]:
+    """A class option given as ``package.module:Class`` (imported, :func:`load_class`) or as
+    the class itself.
+
+    :returns: ``(the name "module:Class", the class)``.
+    :raises SettingsError: it cannot be imported, or is not a subclass of ``base``.
+    """
+    if isinstance(value, str):
+        return value, load_class(option, value, base, base_name)
+    if not (isinstance(value, type) and issubclass(value, base)):
+        raise SettingsError(f"--{option}: {value!r} is not a {base.__name__} subclass")
+    return f"{value.__module__}:{value.__qualname__}", value
+
+
+# -- twistd options ------------------------------------------------------------------------------
+
+
+class ListenOptions(usage.Options):
+    """The twistd options of a server face: ``--listen``/``-l`` ENDPOINT, repeatable (the
+    values in ``self["listen"]``, in order), and validation in :meth:`postOptions`.
+
+    A subclass sets :attr:`listen_help`, a ``compData`` completing ``--listen`` and its other
+    options, and implements :meth:`parse_settings`.
+    """
+
+    synopsis = "[options]"
+    #: the help text of ``--listen``
+    listen_help = "endpoint to listen on; repeat to listen on several"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self["listen"] = []
+        self.docs["listen"] = self.listen_help
+
+    def opt_listen(self, endpoint: str) -> None:
+        self["listen"].append(endpoint)
+
+    opt_l = opt_listen
+
+    def parse_settings(self):
+        """The validated settings of the options parsed (stored as ``self["settings"]``).
+
+        :raises SettingsError: naming the first invalid option.
+        """
+        raise NotImplementedError
+
+    def postOptions(self) -> None:
+        try:
+            self["settings"] = self.parse_settings()
+        except SettingsError as e:
+            raise usage.UsageError(str(e)) from None
+
+
+# -- the service ---------------------------------------------------------------------------------
+
+
+def format_address(address) -> str:
+    """``host:port`` (``[host]:port`` for IPv6) of a listening port's address, the path of a
+    UNIX socket, else ``str(address)``."""
+    host = getattr(address, "host", None)
+    port = getattr(address, "port", None)
+    if host is not None and port is not None:
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    name = getattr(address, "name", None)
+    if name is not None:
+        return name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+    return str(address)
+
+
+@implementer(IStreamServerEndpoint)
+class ObservedEndpoint:
+    """Wraps a server endpoint to log where it listens and to tell waiters when it does.
+
+    :param endpoint: the ``IStreamServerEndpoint``.
+    :param spec: how the user named it (for the log).
+    :param server_name: what the log calls the server (``"RSocket server"``).
+    :param logger: the face's :class:`~twisted.logger.Logger`.
+    :ivar outcome: the listening port, or the Failure of ``listen``; None before.
+    """
+
+    def __init__(self, endpoint, spec: str, server_name: str = "server",
+                 logger: Logger = log) -> None:
+        self.endpoint = endpoint
+        self.spec = spec
+        self.server_name = server_name
+        self.logger = logger
+        self.outcome = None
+        self.waiters: list[Deferred] = []
+
+    def listen(self, factory) -> Deferred:
+        d = self.endpoint.listen(factory)
+        d.addBoth(self.settle)
+        return d
+
+    def settle(self, outcome):
+        """``listen`` ended with ``outcome`` (a port or a Failure): log it, tell the waiters.
+
+        :returns: ``outcome``.
+        """
+        if not isinstance(outcome, Failure):
+            self.logger.info("{server} listening on {address} (endpoint {spec})",
+                             server=self.server_name, address=format_address(outcome.getHost()),
+                             spec=self.spec)
+        self.outcome = outcome
+        waiters, self.waiters = self.waiters, []
+        for d in waiters:
+            if isinstance(outcome, Failure):
+                d.errback(outcome)
+            else:
+                d.callback(outcome)
+        return outcome
+
+    def when_listening(self) -> Deferred:
+        """A Deferred firing with the port once listening, or failing as ``listen`` did."""
+        if isinstance(self.outcome, Failure):
+            d: Deferred = Deferred()
+            d.errback(self.outcome)
+            return d
+        if self.outcome is not None:
+            return succeed(self.outcome)
+        d = Deferred()
+        self.waiters.append(d)
+        return d
+
+
+class EndpointService(StreamServerEndpointService):
+    """A :class:`~twisted.application.internet.StreamServerEndpointService` that fails
+    start-up when its endpoint cannot listen (a port in use…), as
+    ``twisted.application.strports.service`` does, instead of logging and running deaf (and
+    without Twisted's private ``_raiseSynchronously``). Any face may use it.
+
+    :param endpoint: an ``IStreamServerEndpoint``.
+    :param factory: the factory to listen with.
+    :param server_name: what the log calls the server, should listening fail later.
+    :param logger: the face's :class:`~twisted.logger.Logger`.
+    :ivar listening: the Deferred of the endpoint's ``listen`` (firing with the port) once
+        started, else None.
+    """
+
+    def __init__(self, endpoint, factory, server_name: str = "server",
+                 logger: Logger = log) -> None:
+        super().__init__(endpoint, factory)
+        self.server_name = server_name
+        self.logger = logger
+        self.listening: Deferred | None = None
+
+    def privilegedStartService(self) -> None:
+        Service.privilegedStartService(self)
+        self.listening = self.endpoint.listen(self.factory)
+        starting = True
+        raised_now = []
+
+        def failed(failure):
+            if starting:
+                raised_now.append(failure)  # raised below
+            elif not failure.check(CancelledError):
+                self.logger.failure("{server} endpoint failed to listen", failure,
+                                    server=self.server_name)
+
+        self.listening.addErrback(failed)
+        starting = False
+        if raised_now:
+            raised_now[0].raiseException()
+
+    def startService(self) -> None:
+        Service.startService(self)
+        if self.listening is None:
+            self.privilegedStartService()
+
+    def stopService(self) -> Deferred:
+        """Stop listening (or cancel the attempt to).
+
+        :returns: a Deferred firing with None once the port has stopped listening.
+        """
+        self.listening.cancel()
+
+        def stop_listening(port):
+            if port is not None:
+                return port.stopListening()
+
+        def stopped(result):
+            self.running = False
+            return result
+
+        return self.listening.addCallback(stop_listening).addBoth(stopped)
+
+
+class ServerService(MultiService):
+    """A :class:`~twisted.application.service.MultiService` with one :class:`EndpointService`
+    per listen endpoint, all serving the same factory.
+
+    :param settings: the face's validated settings (kept as :attr:`settings`).
+    :param factory: the server factory; its ``close_connections()`` closes every connection
+        gracefully, returning a Deferred. It is made quiet (``noisy = False``): the service
+        logs where it listens, with the endpoint.
+    :param name: the service's name (``"rsocket"``).
+    :param server_name: what the log calls the server (``"RSocket server"``).
+    :param logger: the face's :class:`~twisted.logger.Logger` (its namespace shows in the log).
+    :ivar endpoints: the :class:`ObservedEndpoint` of each endpoint, in the order added.
+    :ivar listen_services: the :class:`EndpointService` of each endpoint, in the same order.
+    """
+
+    def __init__(self, settings, factory, *, name: str | None = None,
+                 server_name: str = "server", logger: Logger = log) -> None:
+        super().__init__()
+        self.settings = settings
+        self.factory = factory
+        factory.noisy = False
+        if name is not None:
+            self.setName(name)
+        self.server_name = server_name
+        self.logger = logger
+        self.endpoints: list[ObservedEndpoint] = []
+        self.listen_services: list[EndpointService] = []
+
+    def add_endpoint(self, endpoint, spec: str) -> EndpointService:
+        """Listen on ``endpoint`` too (``spec`` names it in the log) once started; an endpoint
+        that cannot listen fails the start (:class:`EndpointService`).
+
+        :returns: its :class:`EndpointService`.
+        """
+        observed = ObservedEndpoint(endpoint, spec, self.server_name, self.logger)
+        self.endpoints.append(observed)
+        service = EndpointService(observed, self.factory, self.server_name, self.logger)
+        service.setServiceParent(self)
+        self.listen_services.append(service)
+        return service
+
+    def listen_on(self, reactor, specs: Iterable[str], server_endpoint: Callable) -> None:
+        """:meth:`add_endpoint` for each of ``specs``, parsed with ``server_endpoint(reactor,
+        spec)``.
+
+        :raises ValueError: an endpoint cannot be parsed.
+        """
+        for spec in specs:
+            self.add_endpoint(server_endpoint(reactor, spec), spec)
+
+    def privilegedStartService(self) -> None:
+        self.start_or_abort(super().privilegedStartService)
+
+    def startService(self) -> None:
+        self.start_or_abort(super().startService)
+
+    def start_or_abort(self, start: Callable[[], None]) -> None:
+        """Call ``start``; if it raises (an endpoint could not listen), :meth:`abort_start`
+        and raise."""
+        try:
+            start()
+        except BaseException:
+            self.abort_start()
+            raise
+
+    def abort_start(self) -> None:
+        """An endpoint could not listen: stop those already listening, so that a failed start
+        leaves nothing behind."""
+        for service in self.listen_services:
+            if service.listening is not None:
+                maybeDeferred(service.stopService).addErrback(
+                    lambda f: self.logger.failure("stopping after a failed start", f))
+        self.running = False
+
+    def close_connections(self) -> Deferred:
+        """Close every connection of the factory gracefully (a subclass may say so first).
+
+        :returns: a Deferred firing once they are closed.
+        """
+        return maybeDeferred(self.factory.close_connections)
+
+    def stopService(self) -> Deferred:
+        """Stop listening, then close every connection gracefully (what twistd does on
+        SIGTERM; :meth:`close_connections`).
+
+        :returns: a Deferred (twistd waits for it) firing once every endpoint has stopped
+            listening and every connection is closed.
+        """
+        stopped = maybeDeferred(super().stopService)
+        closed = self.close_connections()
+        return gatherResults([stopped, closed], consumeErrors=True).addCallback(lambda _: None)
+
+    def when_listening(self) -> Deferred:
+        """Fire with the listening ports (in the order added) once every endpoint listens, or
+        fail with the first endpoint's error. Call after :meth:`startService`."""
+        d = DeferredList([e.when_listening() for e in self.endpoints], fireOnOneErrback=True,
+                         consumeErrors=True)
+        return d.addCallbacks(lambda results: [port for _, port in results],
+                              lambda failure: failure.value.subFailure)

@@ -1,0 +1,404 @@
+"""The Jini ERI mux server over Twisted, in the spirit of JERI's ``InboundRequest`` and
+``RequestDispatcher``.
+
+An application subclasses :class:`Dispatcher`; its :meth:`~Dispatcher.dispatch` gets each
+:class:`InboundRequest`: the request body as an async iterator of chunks
+(:attr:`InboundRequest.body`) or all at once (:meth:`InboundRequest.read_all`), and the
+response writer (:attr:`InboundRequest.response`, a Twisted ``IConsumer``)::
+
+    class Upper(Dispatcher):
+        async def dispatch(self, request):
+            body = await request.read_all()
+            request.response.write(body.upper())
+
+    port = await serve(reactor, "tcp:7879:interface=127.0.0.1", Upper)
+
+The request ends when ``dispatch`` returns (or the Deferred or coroutine it returns
+completes): the response is finished then if the application has not finished it (eof after
+everything written), and if the client is still sending, the server tells it that it does not
+want the rest (*Close*, §Close Message). If ``dispatch`` fails, the session is aborted (with
+the partial flag) and the failure logged. The ration the client gets follows the
+application's reading of the body, so a request whose body is not read holds back only its own
+session (§Flow Control).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.interfaces import IListeningPort
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer  # type: ignore[import-untyped]
+
+from ..interfaces import IConnectionObserver
+from ..transports.endpoints import server_endpoint
+from .config import JiniMuxConfig
+from .connection import Role, SessionState
+from .errors import ConnectionTerminatedError, SessionAbortedError
+from .events import AcknowledgmentReceived, SessionOpened
+from .protocol import JiniMuxProtocol
+from .streams import DataReader, DataWriter
+
+__all__ = [
+    "Dispatcher",
+    "InboundRequest",
+    "ResponseWriter",
+    "JiniServerProtocol",
+    "JiniMuxServerFactory",
+    "serve",
+]
+
+_log = Logger()
+
+
+class Dispatcher:
+    """What a server does with its requests: subclass it and implement :meth:`dispatch`.
+
+    One dispatcher is made per connection (``dispatcher_factory()``), like a Twisted
+    protocol; state shared by all connections belongs to the factory that makes them.
+    """
+
+    def dispatch(self, request: InboundRequest) -> Deferred[Any] | Any:
+        """Handle one request (JERI's ``RequestDispatcher.dispatch``).
+
+        :param request: the :class:`InboundRequest`.
+        :returns: None when done, or a Deferred or coroutine (an ``async def`` works) that
+            completes when done. The response is finished then if it was not.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement dispatch()")
+
+
+class ResponseWriter(DataWriter):
+    """The response of one :class:`InboundRequest`: a Twisted ``IConsumer`` (see
+    :class:`~rsocket_tx.jini.streams.DataWriter`) that can also abort the session and ask for
+    an acknowledgment."""
+
+    def __init__(self, request: InboundRequest) -> None:
+        super().__init__(request.protocol, request)
+        self._request = request
+        self._acknowledged: list[Deferred[bool]] = []
+        self.acknowledgment: bool | None = None
+
+    def abort(self, partial: bool = True, detail: str = "") -> None:
+        """Abort the session (*Abort*, §Abort Message).
+
+        :param partial: the request may have been processed with side effects; False only if
+            nothing of it was (the client may then retry it elsewhere).
+        :param detail: a reason, sent to the client.
+        """
+        self._request.protocol.abort_request(self._request, partial, detail)
+
+    def notify_acknowledged(self) -> Deferred[bool]:
+        """After ``finish(ack_required=True)``: a Deferred firing with True when the client's
+        *Acknowledgment* arrives, False when it can no longer come (the client aborted or
+        reused the session id, the connection ended)."""
+        d: Deferred[bool] = Deferred()
+        if self.acknowledgment is not None:
+            d.callback(self.acknowledgment)
+        else:
+            self._acknowledged.append(d)
+        return d
+
+    def acknowledged(self, positive: bool) -> None:
+        """The outcome of the acknowledgment (protocol side)."""
+        if self.acknowledgment is None:
+            self.acknowledgment = positive
+            waiters, self._acknowledged = self._acknowledged, []
+            for d in waiters:
+                d.callback(positive)
+
+
+class InboundRequest:
+    """One request received on one session (JERI's ``InboundRequest``).
+
+    :ivar session_id: the session id (0 .. 127).
+    :ivar body: the request body (:class:`~rsocket_tx.jini.streams.DataReader`, an async
+        iterator of ``bytes`` chunks).
+    :ivar response: the response (:class:`ResponseWriter`).
+    :ivar protocol: the connection's :class:`JiniServerProtocol`.
+    """
+
+    def __init__(self, protocol: JiniServerProtocol, session_id: int) -> None:
+        self.session_id = session_id
+        self.protocol = protocol
+        self.reader = self.body = DataReader(protocol, self, canceller=self.abort)
+        self.writer = self.response = ResponseWriter(self)
+        self.ack_required = False
+        self.error: BaseException | None = None
+        self.dispatched = False
+        self.batch = -1
+
+    def __repr__(self) -> str:
+        return f"<InboundRequest session {self.session_id} on {self.protocol!r}>"
+
+    @property
+    def peer(self) -> Any:
+        """The client's address (``transport.getPeer()``)."""
+        transport: Any = self.protocol.transport
+        return transport.getPeer()
+
+    def read_all(self) -> Deferred[bytes]:
+        """The whole request body (what is left of it).
+
+        :returns: a Deferred; it fails with
+            :class:`~rsocket_tx.jini.errors.SessionAbortedError` if the client aborts.
+        """
+        return self.body.read_all()
+
+    def abort(self, partial: bool = True, detail: str = "") -> None:
+        """Abort the session (see :meth:`ResponseWriter.abort`)."""
+        self.protocol.abort_request(self, partial, detail)
+
+    def session_failed(self, error: BaseException, discard: bool = False) -> None:
+        """The session ended abnormally (protocol side)."""
+        if self.error is None:
+            self.error = error
+        self.reader.fail(error, discard)
+        self.writer.fail(error)
+        self.response.acknowledged(False)
+
+
+class JiniServerProtocol(JiniMuxProtocol):
+    """The server end of one connection: each session the client opens becomes an
+    :class:`InboundRequest` handed to the dispatcher.
+
+    :param reactor: the reactor.
+    :param config: the settings.
+    :param dispatcher: this connection's :class:`Dispatcher`.
+    """
+
+    def __init__(self, reactor: Any, config: JiniMuxConfig | None, dispatcher: Dispatcher) -> None:
+        super().__init__(reactor, Role.SERVER, config)
+        self.dispatcher = dispatcher
+        self.draining = False
+        self._shutdown_detail_out = ""
+        self._drain_call: Any = None
+        self.event_handlers[SessionOpened] = self.on_session_opened
+        self.event_handlers[AcknowledgmentReceived] = self.on_acknowledgment
+
+    # ------------------------------------------------------------------ requests
+
+    def on_session_opened(self, event: SessionOpened) -> None:
+        sid = event.session_id
+        request = InboundRequest(self, sid)
+        self.requests[sid] = request
+        request.batch = -1  # (opened by the client: every later event is its own)
+        if self.draining:
+            self.abort_request(request, False, "the server is shutting down")
+            return
+        try:
+            result = self.dispatcher.dispatch(request)
+        except Exception:  # noqa: BLE001 - reported like a failed Deferred
+            done: Deferred[Any] = Deferred()
+            done.errback()
+        else:
+            if inspect.isawaitable(result) and not isinstance(result, Deferred):
+                done = Deferred.fromCoroutine(result)  # type: ignore[arg-type]
+            elif isinstance(result, Deferred):
+                done = result
+            else:
+                done = succeed(result)
+        done.addCallbacks(self._dispatched, self._dispatch_failed, callbackArgs=(request,),
+                          errbackArgs=(request,))
+
+    def _dispatched(self, result: Any, request: InboundRequest) -> None:
+        request.dispatched = True
+        writer = request.response
+        if request.error is None and not writer.closed:
+            writer.finish()
+        writer.notify_finish().addCallbacks(lambda _: self._request_done(request),
+                                            lambda _: None)
+
+    def _dispatch_failed(self, failure: Failure, request: InboundRequest) -> None:
+        request.dispatched = True
+        if request.error is not None and failure.check(SessionAbortedError,
+                                                       ConnectionTerminatedError):
+            return  # the session or connection ended under the dispatcher: not a bug
+        _log.failure("dispatch of {request!r} failed", failure, request=request)
+        self.abort_request(request, True, failure.getErrorMessage())
+
+    def _request_done(self, request: InboundRequest) -> None:
+        """The dispatcher returned and the response's eof was sent: if the client is still
+        sending, tell it the rest is not wanted (*Close*)."""
+        sid = self.session_of(request)
+        if sid is not None:
+            session = self.connection.session(sid)
+            if session is not None and session.send is SessionState.FINISHED:
+                self.connection.close(sid)
+                self.flush_soon()
+        self.check_drained()
+
+    def abort_request(self, request: InboundRequest, partial: bool = True,
+                      detail: str = "") -> None:
+        """Abort ``request``'s session (the API of :meth:`InboundRequest.abort`); nothing
+        happens once the session is over."""
+        session = self.abortable_session(request)
+        if session is None:
+            return
+        self.connection.abort(session.stream_id, partial, detail)
+        request.session_failed(SessionAbortedError(detail or "aborted by the server",
+                                                   partial=partial), discard=True)
+        self.flush_soon()
+        self.check_drained()
+
+    def on_acknowledgment(self, event: AcknowledgmentReceived) -> None:
+        request = self.request_for(event.session_id)
+        if request is not None:
+            request.response.acknowledged(event.positive)
+
+    # ------------------------------------------------------------------ graceful close
+
+    def shutdown_gracefully(self, detail: str = "") -> Deferred[None]:
+        """Close the connection gracefully: new sessions are refused (an *Abort* without the
+        partial flag: the client may retry them elsewhere); once no session is in progress a
+        *Shutdown* is sent and the transport closed. After ``config.drain_timeout``
+        milliseconds the transport is closed anyway.
+
+        :returns: a Deferred firing once the transport is gone.
+        """
+        d = self.when_lost()
+        if self.transport_gone:
+            return d
+        self.draining = True
+        self._shutdown_detail_out = detail
+        if self.connection is None or not self.connection.handshake_complete:
+            self.close()
+            return d
+        self.check_drained()
+        if self.is_open and self._drain_call is None:
+            self._drain_call = self.reactor.callLater(self.config.drain_timeout / 1000,
+                                                      self._drain_expired)
+        return d
+
+    def check_drained(self) -> None:
+        """While draining: send *Shutdown* once no session is in progress."""
+        conn = self.connection
+        if self.draining and conn is not None and conn.is_open \
+                and conn.handshake_complete and conn.active_sessions == 0:
+            self.handle_events_now(conn.shutdown(self._shutdown_detail_out))
+
+    def _drain_expired(self) -> None:
+        self._drain_call = None
+        if self.is_open:
+            self.close()
+
+    def events_handled(self) -> None:
+        self.check_drained()
+
+    def transport_lost(self, reason: Failure | None) -> None:
+        if self._drain_call is not None and self._drain_call.active():
+            self._drain_call.cancel()
+        self._drain_call = None
+        factory = getattr(self, "factory", None)
+        if isinstance(factory, JiniMuxServerFactory):
+            factory.connection_lost(self)
+        super().transport_lost(reason)
+
+
+@implementer(IConnectionObserver)
+class JiniMuxServerFactory(Factory):
+    """Builds a :class:`JiniServerProtocol` per accepted connection.
+
+    :param dispatcher_factory: a zero-argument callable making a :class:`Dispatcher` per
+        connection (a Dispatcher subclass works).
+    :param config: the settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`; default
+        River's).
+    :param reactor: the reactor; None: the global one.
+
+    :ivar protocols: the connections open now.
+    """
+
+    #: IConnectionObserver: the Jini mux has no resumable sessions
+    sessions = None
+
+    def __init__(self, dispatcher_factory: Any, config: JiniMuxConfig | None = None,
+                 reactor: Any = None) -> None:
+        if reactor is None:
+            from twisted.internet import reactor as global_reactor
+            reactor = global_reactor
+        self.dispatcher_factory = dispatcher_factory
+        self.config = config if config is not None else JiniMuxConfig()
+        self.reactor = reactor
+        self.protocols: set[JiniServerProtocol] = set()
+
+    def buildProtocol(self, addr: Any) -> JiniServerProtocol:  # noqa: N802 - Twisted's name
+        protocol = JiniServerProtocol(self.reactor, self.config, self.dispatcher_factory())
+        protocol.factory = self
+        self.connection_made(protocol)
+        return protocol
+
+    def connection_made(self, protocol: Any) -> None:
+        """IConnectionObserver: ``protocol`` was built for a new connection."""
+        self.protocols.add(protocol)
+
+    def connection_lost(self, protocol: Any) -> None:
+        """IConnectionObserver: ``protocol``'s transport is gone."""
+        self.protocols.discard(protocol)
+
+    def transport_lost(self, protocol: Any) -> None:
+        """IConnectionObserver: (no resumable sessions: :meth:`connection_lost` says it)."""
+
+    def close_connections(self, detail: str = "") -> Deferred[Any]:
+        """Close every connection gracefully (:meth:`JiniServerProtocol.shutdown_gracefully`);
+        stop listening first.
+
+        :returns: a Deferred firing once every transport is gone.
+        """
+        return DeferredList([p.shutdown_gracefully(detail) for p in list(self.protocols)],
+                            consumeErrors=True)
+
+
+@implementer(IListeningPort)
+class JiniServerPort:
+    """The listening port :func:`serve` returns when the endpoint's own port has another
+    ``factory`` (TLS wraps it): ``factory`` is the :class:`JiniMuxServerFactory`; everything
+    else is the port's."""
+
+    def __init__(self, port: Any, factory: JiniMuxServerFactory) -> None:
+        self.port = port
+        self.factory = factory
+
+    def startListening(self) -> Any:  # noqa: N802 - IListeningPort
+        return self.port.startListening()
+
+    def stopListening(self) -> Any:  # noqa: N802
+        return self.port.stopListening()
+
+    def getHost(self) -> Any:  # noqa: N802
+        return self.port.getHost()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.port, name)
+
+
+def serve(reactor: Any, endpoint: Any, dispatcher_factory: Any,
+          config: JiniMuxConfig | None = None) -> Deferred[Any]:
+    """Serve the Jini ERI mux on ``endpoint``.
+
+    :param reactor: the reactor.
+    :param endpoint: a Twisted server endpoint string (``"tcp:7879:interface=127.0.0.1"``,
+        ``"ssl:7879:privateKey=key.pem:certKey=cert.pem"``), a URI (``"tcp://:7879"``,
+        ``"tls://:7879?privateKey=key.pem&certKey=cert.pem"``) or an
+        ``IStreamServerEndpoint``.
+    :param dispatcher_factory: a zero-argument callable making a :class:`Dispatcher` per
+        connection (a Dispatcher subclass works).
+    :param config: the settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`).
+    :returns: a Deferred firing with the ``IListeningPort``; its ``factory`` is the
+        :class:`JiniMuxServerFactory` (``port.factory.close_connections()`` closes the
+        connections gracefully).
+    :raises ValueError: a bad endpoint string.
+    """
+    factory = JiniMuxServerFactory(dispatcher_factory, config, reactor)
+    listener: Any = server_endpoint(reactor, endpoint)
+    d = listener.listen(factory)
+
+    def with_factory(port: Any) -> Any:
+        if getattr(port, "factory", None) is factory:
+            return port
+        return JiniServerPort(port, factory)
+
+    return d.addCallback(with_factory)

@@ -1,0 +1,12 @@
+"""Moved to :mod:`rsocket_tx.faces.serving`; this name stays importable.
+
+An alias: the import below puts the new module in ``sys.modules`` under this name too, so
+both names are the same module object (``import``, ``from ... import``,
+``unittest.mock.patch`` targets and pickles that use the old name keep working).
+"""
+
+import sys
+
+from .faces import serving as _module
+
+sys.modules[__name__] = _module

@@ -1,0 +1,350 @@
+"""TLS for RSocket: server and client endpoints on Twisted's TLS machinery.
+
+Everything here is built from :mod:`twisted.internet.ssl` (``CertificateOptions``,
+``optionsForClientTLS``, ``PrivateCertificate``, ``trustRootFromCertificates``,
+``platformTrust``) and :func:`twisted.internet.endpoints.wrapServerTLS` /
+:func:`~twisted.internet.endpoints.wrapClientTLS`, i.e. pyOpenSSL with service_identity
+hostname checks. See ``docs/transports.rst`` for the endpoint strings and URIs that use it.
+
+* A client verifies the server's certificate chain and that it names the host connected to
+  (DNS name or IP address, RFC 6125) -- always; the trust roots are the platform's (the
+  system CA store) unless a CA file is given.
+* A server may require client certificates signed by a CA of its own (mutual TLS).
+* A failed handshake is reported as :class:`TLSVerificationError` or :class:`TLSError` with
+  a sentence that says what went wrong, instead of OpenSSL's tuple of strings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+
+from OpenSSL import crypto
+from twisted.internet import ssl
+from twisted.internet.endpoints import (
+    HostnameEndpoint,
+    TCP4ServerEndpoint,
+    TCP6ServerEndpoint,
+    wrapClientTLS,
+    wrapServerTLS,
+)
+from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndpoint
+from twisted.python.failure import Failure
+
+from ..core.errors import ConnectionLostError
+
+__all__ = [
+    "TLSError",
+    "TLSVerificationError",
+    "load_certificates",
+    "load_private_certificate",
+    "trust_root",
+    "server_options",
+    "client_options",
+    "tls_server_endpoint",
+    "tls_client_endpoint",
+    "tls_error",
+]
+
+
+class TLSError(ConnectionLostError):
+    """The TLS handshake (or the TLS layer) failed, so the RSocket connection could not start
+    or was lost. ``message`` says why in words; ``reason`` keeps the original exception
+    (an :class:`OpenSSL.SSL.Error` or a ``service_identity`` ``VerificationError``)."""
+
+    def __init__(self, message: str, reason: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class TLSVerificationError(TLSError):
+    """Certificate verification failed: the peer's certificate is not signed by a trusted CA
+    (or expired), does not name the host connected to, or the peer refused ours (mutual
+    TLS). Retrying does not help: the configuration must change."""
+
+
+# -- loading files ------------------------------------------------------------------------------
+
+_PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _read(path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ValueError(f"cannot read the {what} file {str(path)!r}: {e.strerror or e}") from None
+
+
+def load_certificates(path) -> list[ssl.Certificate]:
+    """Load CA certificates (PEM).
+
+    :param path: a file holding one or more PEM certificates, or a directory whose ``*.pem``
+        files each hold one or more (str or :class:`pathlib.Path`).
+    :returns: the certificates (at least one).
+    :raises ValueError: the path cannot be read or holds no PEM certificate.
+    """
+    p = Path(path)
+    files = sorted(p.glob("*.pem")) if p.is_dir() else [p]
+    certificates = []
+    for f in files:
+        data = _read(f, "certificate")
+        for pem in _PEM_CERT.findall(data):
+            try:
+                certificates.append(ssl.Certificate.loadPEM(pem))
+            except Exception as e:  # OpenSSL.crypto.Error and friends
+                raise ValueError(f"invalid PEM certificate in {str(f)!r}: {e}") from None
+    if not certificates:
+        where = f"directory {str(p)!r} (*.pem)" if p.is_dir() else f"file {str(p)!r}"
+        raise ValueError(f"no PEM certificate found in the {where}")
+    return certificates
+
+
+def load_private_certificate(private_key, certificate=None) -> ssl.PrivateCertificate:
+    """Load a certificate and its private key (PEM).
+
+    :param private_key: path of the PEM private key; it may also hold the certificate (and
+        chain certificates after it).
+    :param certificate: path of the PEM certificate; None: taken from ``private_key``.
+    :returns: the :class:`twisted.internet.ssl.PrivateCertificate`.
+    :raises ValueError: a file cannot be read, holds no certificate or key, or the key does
+        not match the certificate.
+    """
+    key_pem = _read(private_key, "private key")
+    cert_pem = key_pem if certificate is None else _read(certificate, "certificate")
+    cert_source = private_key if certificate is None else certificate
+    certs = _PEM_CERT.findall(cert_pem)
+    if not certs:
+        raise ValueError(f"no PEM certificate found in {str(cert_source)!r}")
+    try:
+        cert = ssl.Certificate.loadPEM(certs[0])
+    except Exception as e:  # OpenSSL.crypto.Error
+        raise ValueError(f"invalid PEM certificate in {str(cert_source)!r}: {e}") from None
+    try:
+        key = ssl.KeyPair.load(key_pem, crypto.FILETYPE_PEM)
+    except Exception as e:  # OpenSSL.crypto.Error: not a key
+        raise ValueError(f"no usable PEM private key in {str(private_key)!r}: {e}") from None
+    try:
+        private = ssl.PrivateCertificate.fromCertificateAndKeyPair(cert, key)
+    except Exception as e:
+        raise ValueError(f"the private key {str(private_key)!r} does not belong to the "
+                         f"certificate {str(cert_source)!r}: {e}") from None
+    return private
+
+
+def _chain(private_key, certificate) -> list:
+    """Intermediate certificates following the leaf in the certificate file."""
+    source = private_key if certificate is None else certificate
+    pems = _PEM_CERT.findall(_read(source, "certificate"))[1:]
+    return [ssl.Certificate.loadPEM(pem).original for pem in pems]
+
+
+def trust_root(path=None):
+    """The trust root a client verifies servers with.
+
+    :param path: CA certificates (see :func:`load_certificates`); None: the platform's trust
+        store (:func:`twisted.internet.ssl.platformTrust`, i.e. the system CA bundle).
+    :returns: an ``IOpenSSLTrustRoot``.
+    :raises ValueError: as :func:`load_certificates`.
+    """
+    if path is None:
+        return ssl.platformTrust()
+    return ssl.trustRootFromCertificates(load_certificates(path))
+
+
+# -- options -------------------------------------------------------------------------------------
+
+
+def server_options(private_key, certificate=None, *, ca_certs=None, extra_cert_chain=None,
+                   dh_parameters=None) -> ssl.CertificateOptions:
+    """TLS settings of a server.
+
+    :param private_key: path of the PEM private key (may also hold the certificate and its
+        chain).
+    :param certificate: path of the PEM certificate, maybe followed by intermediate CA
+        certificates; None: in ``private_key``.
+    :param ca_certs: mutual TLS: path of CA certificates (file or directory, see
+        :func:`load_certificates`); a client must then present a certificate signed by one
+        of them or the handshake fails. None: no client certificate asked for.
+    :param extra_cert_chain: path of more intermediate certificates sent after ours.
+    :param dh_parameters: path of Diffie-Hellman parameters (PEM) for DHE ciphers.
+    :returns: a :class:`twisted.internet.ssl.CertificateOptions` (TLS 1.2 minimum, Twisted's
+        defaults otherwise).
+    :raises ValueError: a file cannot be read or is not what it should be.
+    """
+    private = load_private_certificate(private_key, certificate)
+    chain = _chain(private_key, certificate)
+    if extra_cert_chain is not None:
+        chain += [c.original for c in load_certificates(extra_cert_chain)]
+    kw = {}
+    if ca_certs is not None:
+        kw["trustRoot"] = ssl.trustRootFromCertificates(load_certificates(ca_certs))
+    if dh_parameters is not None:
+        _read(dh_parameters, "DH parameters")
+        kw["dhParameters"] = ssl.DiffieHellmanParameters.fromFile(_filepath(dh_parameters))
+    # cryptography objects: pyOpenSSL deprecates passing its own X509 / PKey
+    return ssl.CertificateOptions(privateKey=private.privateKey.original.to_cryptography_key(),
+                                  certificate=private.original.to_cryptography(),
+                                  extraCertChain=[c.to_cryptography() for c in chain] or None,
+                                  **kw)
+
+
+def _filepath(path):
+    from twisted.python.filepath import FilePath
+
+    return FilePath(str(path))
+
+
+def client_options(hostname: str, *, trust_roots=None, certificate=None, private_key=None):
+    """TLS settings of a client: verify the server's certificate and that it names
+    ``hostname``.
+
+    :param hostname: the host name (or IP address) the certificate must name.
+    :param trust_roots: path of the CA certificates to trust (file or directory); None: the
+        platform's trust store.
+    :param certificate: path of our PEM certificate, for servers that require one (mutual
+        TLS); with ``private_key`` (else the key is looked for in this file).
+    :param private_key: path of our PEM private key (may hold the certificate too).
+    :returns: an ``IOpenSSLClientConnectionCreator`` (:func:`twisted.internet.ssl.
+        optionsForClientTLS`).
+    :raises ValueError: a file cannot be read, or a private key without a certificate.
+    """
+    extra = {}
+    if certificate is not None or private_key is not None:
+        client_cert = load_private_certificate(private_key or certificate,
+                                               certificate if private_key else None)
+        extra = {"privateKey": client_cert.privateKey.original.to_cryptography_key(),
+                 "certificate": client_cert.original.to_cryptography()}
+    return ssl.optionsForClientTLS(hostname, trustRoot=trust_root(trust_roots),
+                                   extraCertificateOptions=extra or None)
+
+
+# -- endpoints ---------------------------------------------------------------------------------
+
+
+def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca_certs=None,
+                        interface: str = "", backlog: int = 50, extra_cert_chain=None,
+                        dh_parameters=None) -> IStreamServerEndpoint:
+    """A TLS server endpoint over TCP (:func:`~twisted.internet.endpoints.wrapServerTLS`).
+
+    :param port: TCP port (0: a free one).
+    :param interface: address to listen on; "" every IPv4 interface; an IPv6 address listens
+        on IPv6.
+    :param backlog: listen queue length.
+    :param private_key: and the other parameters: see :func:`server_options`.
+    :raises ValueError: a bad file (see :func:`server_options`).
+    """
+    options = server_options(private_key, certificate, ca_certs=ca_certs,
+                             extra_cert_chain=extra_cert_chain, dh_parameters=dh_parameters)
+    return wrapServerTLS(options, tcp_server_endpoint(reactor, port, interface, backlog))
+
+
+def tcp_server_endpoint(reactor, port: int, interface: str = "", backlog: int = 50):
+    """A TCP server endpoint: IPv6 when ``interface`` is an IPv6 address, else IPv4."""
+    try:
+        v6 = bool(interface) and ipaddress.ip_address(interface).version == 6
+    except ValueError:
+        v6 = False  # a host name: bound as IPv4
+    cls = TCP6ServerEndpoint if v6 else TCP4ServerEndpoint
+    return cls(reactor, port, backlog=backlog, interface=interface)
+
+
+def tls_client_endpoint(reactor, host: str, port: int, *, trust_roots=None, certificate=None,
+                        private_key=None, timeout: float = 30,
+                        bind_address: str | None = None) -> IStreamClientEndpoint:
+    """A TLS client endpoint (:func:`~twisted.internet.endpoints.wrapClientTLS` around a
+    :class:`~twisted.internet.endpoints.HostnameEndpoint`), verifying the server's
+    certificate and host name.
+
+    :param host: host name or IP address to connect to and to verify.
+    :param port: TCP port.
+    :param timeout: seconds per connection attempt.
+    :param bind_address: local address to connect from.
+    :param trust_roots: and the other parameters: see :func:`client_options`.
+    :raises ValueError: a bad file (see :func:`client_options`).
+    """
+    options = client_options(host, trust_roots=trust_roots, certificate=certificate,
+                             private_key=private_key)
+    bind = None if bind_address is None else (bind_address, 0)
+    return wrapClientTLS(options, HostnameEndpoint(reactor, host, port, timeout=timeout,
+                                                   bindAddress=bind))
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+#: OpenSSL reason strings (lower case) -> what they mean, for :func:`tls_error`.
+_PEER_REJECTED = {
+    "certificate required": "the server requires a client certificate and none was sent",
+    "unknown ca": "the peer does not trust the CA that signed our certificate",
+    "bad certificate": "the peer rejected our certificate",
+    "certificate unknown": "the peer rejected our certificate",
+    "certificate expired": "the peer says our certificate has expired",
+    "certificate revoked": "the peer says our certificate is revoked",
+    "unsupported certificate": "the peer does not accept our kind of certificate",
+    "access denied": "the peer refused access",
+}
+
+
+def _openssl_reasons(error) -> list[str]:
+    reasons = []
+    for item in getattr(error, "args", ())[:1]:
+        if isinstance(item, list):
+            for entry in item:
+                if isinstance(entry, tuple) and entry:
+                    reasons.append(str(entry[-1]))
+    return reasons or [str(error)]
+
+
+def tls_error(reason) -> TLSError | None:
+    """Describe a TLS failure in words.
+
+    :param reason: a :class:`~twisted.python.failure.Failure` or exception from a connection
+        that was lost.
+    :returns: a :class:`TLSVerificationError` (certificate or host name rejected, by us or by
+        the peer), a :class:`TLSError` (another TLS failure), or None if ``reason`` is not a
+        TLS failure.
+    """
+    if isinstance(reason, Failure):
+        reason = reason.value
+    if isinstance(reason, TLSError):
+        return reason
+    inner = getattr(reason, "reason", None)  # e.g. a WebSocket handshake error keeping it
+    if isinstance(inner, (BaseException, Failure)) and inner is not reason:
+        return tls_error(inner)
+    from OpenSSL import SSL
+    from service_identity.exceptions import VerificationError
+
+    if isinstance(reason, VerificationError):
+        names = []
+        for mismatch in reason.errors:
+            ident = getattr(mismatch, "mismatched_id", None)
+            name = getattr(ident, "hostname", None) or getattr(ident, "ip", None)
+            if isinstance(name, bytes):
+                name = name.decode("ascii", "replace")
+            names.append(str(name) if name is not None else repr(mismatch))
+        return TLSVerificationError(
+            "TLS verification failed: the server's certificate does not name the host "
+            f"connected to ({', '.join(names)}): connect with a name the certificate lists",
+            reason)
+    if not isinstance(reason, SSL.Error):
+        return None
+    reasons = _openssl_reasons(reason)
+    text = "; ".join(reasons)
+    low = text.lower()
+    if "certificate verify failed" in low:
+        return TLSVerificationError(
+            f"TLS verification failed: the peer's certificate is not trusted ({text}): it is "
+            "not signed by a trusted CA (trustRoots / caCerts), has expired or is not valid "
+            "yet", reason)
+    if "peer did not return a certificate" in low:
+        return TLSVerificationError(
+            f"TLS verification failed: the client sent no certificate ({text})", reason)
+    if "alert" in low:
+        for key, meaning in _PEER_REJECTED.items():
+            if key in low:
+                return TLSVerificationError(f"TLS verification failed: {meaning} ({text})",
+                                            reason)
+    return TLSError(f"TLS failed: {text}", reason)

@@ -1,0 +1,593 @@
+"""RSocket over WebSocket (autobahn): one RSocket frame per binary WebSocket message.
+
+:class:`WebSocketServerEndpoint` and :class:`WebSocketClientEndpoint` wrap any Twisted stream
+endpoint (TCP, TLS, UNIX) and take the same :class:`~rsocket_tx.protocol.RSocketServerFactory`
+/ :class:`~rsocket_tx.protocol.RSocketClientFactory` as a TCP endpoint, so ``serve()`` and
+``connect()`` work unchanged::
+
+    from twisted.internet.endpoints import TCP4ServerEndpoint, TCP4ClientEndpoint
+    server = WebSocketServerEndpoint(reactor, TCP4ServerEndpoint(reactor, 8080), "/rsocket",
+                                     static="examples/browser/dist")
+    port = await serve(server, MyResponder)
+    client = WebSocketClientEndpoint(reactor, TCP4ClientEndpoint(reactor, "localhost", 8080),
+                                     "ws://localhost:8080/rsocket")
+    rsocket = await connect(client)
+
+WebSocket over TLS (``wss``): give a TLS inner endpoint (``SSL4ServerEndpoint``,
+``wrapClientTLS(...)``) and a ``wss://`` URL.
+
+Rules of the transport (RSocket spec §Transport, WebSocket: frames are not length-prefixed):
+
+- a binary message is one whole frame; a text message is a protocol error: the connection
+  is closed with ERROR[CONNECTION_ERROR] "text WebSocket message" and WebSocket close code
+  1003 (unsupported data);
+- the largest message accepted is the factory's ``max_frame_size`` (bytes); a bigger one is
+  answered with ERROR[CONNECTION_ERROR] and close code 1009 (message too big), and is not
+  buffered; our own messages are never fragmented at the WebSocket level;
+- backpressure: the :class:`~rsocket_tx.protocol.RSocketProtocol` is the streaming producer
+  of the underlying socket, so a full socket buffer pauses every outbound stream pump;
+- the server accepts the ``rsocket`` subprotocol when a client offers it and needs none (as
+  rsocket-js and rsocket-py send none); a client offering only other subprotocols is refused
+  with HTTP 400.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from autobahn.twisted.resource import WebSocketResource
+from autobahn.twisted.websocket import (
+    WebSocketClientFactory,
+    WebSocketClientProtocol,
+    WebSocketServerFactory,
+    WebSocketServerProtocol,
+)
+from autobahn.websocket.protocol import WebSocketProtocol
+from autobahn.websocket.types import ConnectionDeny
+from autobahn.websocket.xormasker import create_xor_masker
+from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
+from twisted.internet.interfaces import (
+    IListeningPort,
+    IStreamClientEndpoint,
+    IStreamServerEndpoint,
+)
+from twisted.internet.protocol import connectionDone
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web.pages import notFound
+from twisted.web.resource import Resource, getChildForRequest
+from twisted.web.server import Site
+from twisted.web.static import File
+from zope.interface import implementer
+
+from ..bridge import ABORT_DELAY
+from ..interfaces import IFrameTransport
+
+__all__ = [
+    "IFrameTransport",
+    "RSocketWebSocketClientProtocol",
+    "RSocketWebSocketServerProtocol",
+    "SUBPROTOCOL",
+    "WebSocketClientEndpoint",
+    "WebSocketHandshakeError",
+    "WebSocketPort",
+    "WebSocketServerEndpoint",
+]
+
+_log = Logger()
+
+#: The WebSocket subprotocol name our server accepts when a client offers it.
+SUBPROTOCOL = "rsocket"
+
+#: WebSocket close codes (RFC 6455 §7.4.1).
+CLOSE_NORMAL = 1000
+CLOSE_UNSUPPORTED_DATA = 1003
+CLOSE_MESSAGE_TOO_BIG = 1009
+
+_OPEN = WebSocketProtocol.STATE_OPEN
+_CLOSED = WebSocketProtocol.STATE_CLOSED
+_U16 = struct.Struct("!BBH")
+_U64 = struct.Struct("!BBQ")
+_MASKED_U16 = struct.Struct("!BBHI")
+_MASKED_U64 = struct.Struct("!BBQI")
+_MASKED_SMALL = struct.Struct("!BBI")
+_BINARY_FIN = 0x82  # FIN, opcode 2 (binary)
+_MAX_SIZE = 0xFFFFFF  # the largest RSocket frame
+
+
+def _xor(mask: bytes, data: bytes) -> bytes:
+    """``data`` masked (or unmasked) with the 4-byte ``mask`` (RFC 6455 §5.3)."""
+    n = len(data)
+    if n > 1024:
+        return create_xor_masker(mask, n).process(data)  # (C; its setup costs ~10 us)
+    return (int.from_bytes(data, "little") ^
+            int.from_bytes((mask * ((n >> 2) + 1))[:n], "little")).to_bytes(n, "little")
+
+
+class WebSocketHandshakeError(ConnectError):
+    """The WebSocket opening handshake failed (HTTP status other than 101, e.g. 404 for a
+    wrong path; a subprotocol refused; the handshake timed out; the connection closed
+    during the handshake)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(string=message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class _RSocketWebSocket:
+    """What the server and client protocols share: host one RSocketProtocol, be its
+    :class:`IFrameTransport`."""
+
+    _rsocket = None  # the RSocketProtocol fed by this WebSocket, once open
+    _close_code = CLOSE_NORMAL
+    _close_reason: str | None = None
+    _abort_call = None
+
+    def _start_rsocket(self):
+        factory = self.factory.rsocket_factory
+        proto = factory.buildProtocol(self.transport.getPeer())
+        self._rsocket = proto
+        proto.makeConnection(self)
+        return proto
+
+    # -------------------------------------------------------------- from the peer
+
+    def consumeData(self) -> None:
+        # fast path: whole, unfragmented binary messages at the head of the buffer go to the
+        # RSocket connection as one batch; anything else (control frames, fragments, text, a
+        # partial or oversized frame, a protocol violation) is left to autobahn
+        if self.state == _OPEN and self.current_frame is None and not self.inside_message \
+                and self._rsocket is not None and self._perMessageCompress is None \
+                and len(self.data) >= 2:
+            self._consume_binary_messages()
+        super().consumeData()
+
+    def _consume_binary_messages(self) -> None:
+        data = self.data
+        size = len(data)
+        masked = self.factory.isServer  # clients mask, servers do not (RFC 6455 §5.1)
+        limit = self.maxFramePayloadSize or _MAX_SIZE
+        frames = []
+        pos = 0
+        while size - pos >= 2:
+            b1 = data[pos + 1]
+            if data[pos] != _BINARY_FIN or (b1 >= 0x80) != masked:
+                break
+            n = b1 & 0x7F
+            i = pos + 2
+            if n == 126:
+                if size - i < 2:
+                    break
+                n = (data[i] << 8) | data[i + 1]
+                i += 2
+            elif n == 127:
+                if size - i < 8:
+                    break
+                n = int.from_bytes(data[i:i + 8], "big")
+                i += 8
+            if n > limit:
+                break  # autobahn refuses it (_max_message_size_exceeded)
+            if masked:
+                if size - i < 4:
+                    break
+                mask = data[i:i + 4]
+                i += 4
+            end = i + n
+            if end > size:
+                break
+            frame = data[i:end]
+            if masked and n:
+                frame = _xor(mask, frame)
+            frames.append(frame)
+            pos = end
+        if frames:
+            self.data = data[pos:]
+            self.trafficStats.incomingWebSocketMessages += len(frames)
+            self._rsocket.framesReceived(frames)
+
+    def onMessageEnd(self) -> None:
+        # a message assembled by autobahn: straight to onMessage (no observer signals)
+        if not self.failedByMe:
+            parts = self.message_data
+            self.onMessage(parts[0] if len(parts) == 1 else b"".join(parts),
+                           self.message_is_binary)
+        self.message_data = None
+
+    def onMessage(self, payload: bytes, isBinary: bool) -> None:
+        rsocket = self._rsocket
+        if rsocket is None:
+            return
+        if isBinary:
+            rsocket.frameReceived(payload)
+        else:
+            self._refuse(CLOSE_UNSUPPORTED_DATA, "text WebSocket message: RSocket frames travel "
+                         "in binary messages")
+
+    def _max_message_size_exceeded(self, msg_size, max_msg_size, reason) -> None:
+        # autobahn's hook for a message (or frame) past maxMessagePayloadSize: tell the peer
+        # in RSocket terms first; the rest of the message is dropped unbuffered (failedByMe)
+        self.failedByMe = True
+        self._refuse(CLOSE_MESSAGE_TOO_BIG, f"WebSocket message of {msg_size} bytes exceeds the "
+                     f"max frame size of {max_msg_size} bytes")
+
+    def _refuse(self, code: int, reason: str) -> None:
+        """Bad input from the peer: ERROR[CONNECTION_ERROR] ``reason``, then close ``code``."""
+        self._close_code = code
+        self._close_reason = reason
+        if self._rsocket is not None:
+            self._rsocket.transport_error(reason)
+        else:
+            self.loseConnection()
+
+    def dropConnection(self, abort: bool = False) -> None:
+        if abort and self.wasClean and self.state != _CLOSED:
+            # the close handshake is complete (autobahn's server then aborts the TCP
+            # connection): close it normally instead, so what we wrote last (our own close
+            # frame, sent at the same time as the peer's) is not thrown away with an RST.
+            # A peer that does not read it is aborted a moment later.
+            abort = False
+            self._abort_call = self.factory.rsocket_factory.reactor.callLater(
+                ABORT_DELAY, self.transport.abortConnection)
+        super().dropConnection(abort)
+
+    def onCloseHandshakeTimeout(self) -> None:
+        # the peer did not answer our close frame within closeHandshakeTimeout (1 s). We
+        # close only once the RSocket connection is over, and some peers simply drop the
+        # connection then, or later: abort it, with no warning
+        self.closeHandshakeTimeoutCall = None
+        self.wasCloseHandshakeTimeout = True
+        self._drop_quietly("WebSocket closing handshake timeout (peer did not answer our "
+                           "close in time)")
+
+    def onServerConnectionDropTimeout(self) -> None:
+        # client: the close handshake is done, the server did not close the TCP connection
+        # within serverConnectionDropTimeout (1 s): abort it, with no warning
+        self.serverConnectionDropTimeoutCall = None
+        self.wasServerConnectionDropTimeout = True
+        self._drop_quietly("the server did not close the TCP connection after the WebSocket "
+                           "close handshake")
+
+    def _drop_quietly(self, why: str) -> None:
+        if self.state == _CLOSED:
+            return
+        _log.info("WebSocket connection with {peer} aborted: {why}", peer=self.peer, why=why)
+        self.wasClean = True  # (autobahn warns about an unclean drop; this one is expected)
+        super().dropConnection(abort=True)  # (autobahn's: an abort, not a delayed one)
+        self.wasClean = False
+        self.wasNotCleanReason = why
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        call, self._abort_call = self._abort_call, None
+        if call is not None and call.active():
+            call.cancel()
+        super().connectionLost(reason)
+        rsocket, self._rsocket = self._rsocket, None
+        if rsocket is None:
+            return
+        code = getattr(self, "remoteCloseCode", None)
+        if code is not None and code != CLOSE_NORMAL:
+            why = getattr(self, "remoteCloseReason", None)
+            reason = Failure(ConnectionLost(
+                f"the peer closed the WebSocket with code {code}" + (f": {why}" if why else "")))
+        elif self.wasClean:
+            reason = Failure(ConnectionDone("the WebSocket closed cleanly"))
+        rsocket.connectionLost(reason)
+
+    # -------------------------------------------------------------- IFrameTransport
+
+    def writeFrames(self, frames: list[bytes]) -> None:
+        """Send each frame as one binary message, unfragmented (see :class:`IFrameTransport`)."""
+        if self.state != _OPEN:
+            return  # closing: what the RSocket side still writes is moot
+        if self._perMessageCompress is not None:
+            for frame in frames:
+                self.sendMessage(frame, True)
+            return
+        out = []
+        if self.factory.isServer:
+            for frame in frames:
+                n = len(frame)
+                if n <= 125:
+                    out += (bytes((_BINARY_FIN, n)), frame)
+                elif n <= 0xFFFF:
+                    out += (_U16.pack(_BINARY_FIN, 126, n), frame)
+                else:
+                    out += (_U64.pack(_BINARY_FIN, 127, n), frame)
+        else:
+            getrandbits = random.getrandbits  # RFC 6455 §5.3: a new mask per frame
+            for frame in frames:
+                n = len(frame)
+                mask = getrandbits(32)
+                if n <= 125:
+                    head = _MASKED_SMALL.pack(_BINARY_FIN, 0x80 | n, mask)
+                elif n <= 0xFFFF:
+                    head = _MASKED_U16.pack(_BINARY_FIN, 0xFE, n, mask)
+                else:
+                    head = _MASKED_U64.pack(_BINARY_FIN, 0xFF, n, mask)
+                out += (head, _xor(head[-4:], frame) if n else frame)
+        self.trafficStats.outgoingWebSocketMessages += len(frames)
+        self.transport.writeSequence(out)
+
+    def loseConnection(self) -> None:
+        """Close with the WebSocket close handshake (code 1000, or the code of the protocol
+        error that made us close); the TCP connection follows."""
+        state = self.state
+        if state == _OPEN:
+            reason = self._close_reason
+            self.sendCloseFrame(code=self._close_code,
+                                reasonUtf8=None if reason is None else
+                                reason.encode("utf-8")[:123], isReply=False)
+        elif state != _CLOSED and state != WebSocketProtocol.STATE_CLOSING:
+            self.dropConnection(abort=False)  # still in the opening handshake
+
+    def abortConnection(self) -> None:
+        """Drop the connection at once."""
+        if self.state != _CLOSED:
+            self.wasClean = False
+            self.wasNotCleanReason = "aborted locally"
+            self.dropConnection(abort=True)
+        else:
+            self.transport.abortConnection()
+
+    def getPeer(self):
+        return self.transport.getPeer()
+
+    def getHost(self):
+        return self.transport.getHost()
+
+
+def _set_options(factory, max_frame_size: int) -> None:
+    factory.setProtocolOptions(
+        maxFramePayloadSize=max_frame_size, maxMessagePayloadSize=max_frame_size,
+        autoFragmentSize=0,  # our messages are never fragmented
+        failByDrop=False,  # protocol errors close with a close frame
+        autoPingInterval=0,  # RSocket has its own KEEPALIVE
+    )
+
+
+@implementer(IFrameTransport)
+class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol):
+    """Server side of one WebSocket carrying one RSocket connection: the
+    :class:`~rsocket_tx.protocol.RSocketProtocol` is built by the RSocket server factory when
+    the WebSocket opens, and this protocol is its :class:`IFrameTransport`."""
+
+    def connectionMade(self) -> None:
+        # taken over from twisted.web's HTTPChannel, which registered itself as the TCP
+        # transport's producer: the RSocketProtocol is the producer from now on
+        self.transport.unregisterProducer()
+        super().connectionMade()
+
+    def onConnect(self, request):
+        offered = request.protocols
+        if not offered:
+            return None
+        if SUBPROTOCOL in offered:
+            return SUBPROTOCOL
+        raise ConnectionDeny(ConnectionDeny.BAD_REQUEST, (
+            f"unsupported WebSocket subprotocol(s) {', '.join(offered)}: this server speaks "
+            f"RSocket ('{SUBPROTOCOL}', or no subprotocol)"))
+
+    def onOpen(self) -> None:
+        self._start_rsocket()
+
+
+@implementer(IFrameTransport)
+class RSocketWebSocketClientProtocol(_RSocketWebSocket, WebSocketClientProtocol):
+    """Client side: builds the RSocket client factory's protocol when the WebSocket opens and
+    fires the factory's ``opened`` Deferred with it (or fails it with
+    :class:`WebSocketHandshakeError` if the WebSocket does not open)."""
+
+    def onOpen(self) -> None:
+        proto = self._start_rsocket()
+        opened = self.factory.opened
+        if not opened.called:
+            opened.callback(proto)
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        super().connectionLost(reason)
+        opened = self.factory.opened
+        if opened.called:
+            return
+        from .tls import tls_error
+
+        tls = tls_error(reason)
+        if tls is not None:
+            opened.errback(tls)  # e.g. "TLS verification failed: ..."
+            return
+        why = getattr(self, "wasNotCleanReason", None) or reason.getErrorMessage()
+        error = WebSocketHandshakeError(
+            f"WebSocket handshake with {self.factory.url} failed: {why}")
+        error.reason = reason.value
+        opened.errback(error)
+
+
+class _ServerFactory(WebSocketServerFactory):
+    protocol = RSocketWebSocketServerProtocol
+
+    def __init__(self, rsocket_factory) -> None:
+        super().__init__()
+        self.noisy = False
+        self.rsocket_factory = rsocket_factory
+        _set_options(self, rsocket_factory.config.max_frame_size)
+
+
+class _ClientFactory(WebSocketClientFactory):
+    protocol = RSocketWebSocketClientProtocol
+
+    def __init__(self, url: str, rsocket_factory, subprotocols: Sequence[str],
+                 headers: dict | None) -> None:
+        super().__init__(url, protocols=list(subprotocols) or None, headers=headers)
+        self.noisy = False
+        self.rsocket_factory = rsocket_factory
+        self.opened: Deferred = Deferred(self._cancel)
+        self._proto = None
+        _set_options(self, rsocket_factory.config.max_frame_size)
+
+    def buildProtocol(self, addr):
+        self._proto = proto = super().buildProtocol(addr)
+        return proto
+
+    def _cancel(self, opened: Deferred) -> None:
+        # (``opened`` then fails with CancelledError)
+        if self._proto is not None and self._proto.transport is not None:
+            self._proto.transport.abortConnection()
+
+
+class _Root(Resource):
+    """The site's only resource: the WebSocket at ``path``, else the static tree (or 404)."""
+
+    isLeaf = True
+
+    def __init__(self, path: bytes, websocket: WebSocketResource, static: Resource | None):
+        super().__init__()
+        self._path = path
+        self._websocket = websocket
+        self._static = static
+
+    def render(self, request):
+        if request.path.rstrip(b"/") == self._path:
+            upgrade = request.getHeader(b"upgrade")
+            if self._static is None or (upgrade and upgrade.lower() == b"websocket"):
+                return self._websocket.render(request)
+        if self._static is None:
+            return notFound().render(request)
+        return getChildForRequest(self._static, request).render(request)
+
+
+@implementer(IListeningPort)
+class WebSocketPort:
+    """The ``IListeningPort`` of :meth:`WebSocketServerEndpoint.listen`.
+
+    :ivar factory: the RSocket server factory (as ``port.factory`` of a TCP port served by
+        :func:`~rsocket_tx.server.serve`: ``port.factory.close_connections()``).
+    :ivar site: the twisted.web ``Site`` listening.
+    :ivar port: the inner endpoint's listening port.
+    """
+
+    def __init__(self, port, site: Site, factory) -> None:
+        self.port = port
+        self.site = site
+        self.factory = factory
+
+    def startListening(self):
+        return self.port.startListening()
+
+    def stopListening(self):
+        d = self.port.stopListening()
+        self.factory.doStop()
+        return d
+
+    def getHost(self):
+        return self.port.getHost()
+
+
+def _check_path(path: str) -> bytes:
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"path must be a str starting with '/', got {path!r}")
+    return path.encode("utf-8").rstrip(b"/")
+
+
+@implementer(IStreamServerEndpoint)
+class WebSocketServerEndpoint:
+    """Serve RSocket over WebSocket on ``endpoint``: a twisted.web ``Site`` whose resource at
+    ``path`` is the WebSocket (autobahn), other paths served from ``static`` or 404.
+
+    :param reactor: the reactor.
+    :param endpoint: the ``IStreamServerEndpoint`` to listen on (TCP; TLS for ``wss``).
+    :param path: the WebSocket's URL path (``"/"``, ``"/rsocket"``); a trailing ``/`` is
+        ignored.
+    :param static: a directory served by ``twisted.web.static.File`` at every other path (the
+        browser page on the same port); with ``static`` a plain GET of ``path`` (no
+        ``Upgrade: websocket``) is a static request too. None: other paths get 404.
+    :raises ValueError: ``path`` does not start with ``/``, or ``static`` is not a directory.
+    """
+
+    def __init__(self, reactor, endpoint, path: str = "/", *, static: str | None = None):
+        if not IStreamServerEndpoint.providedBy(endpoint):
+            raise TypeError(f"endpoint must provide IStreamServerEndpoint, got {endpoint!r}")
+        self._reactor = reactor
+        self._endpoint = endpoint
+        self.path = path
+        self._path = _check_path(path)
+        if static is not None and not os.path.isdir(static):
+            raise ValueError(f"static must be a directory, got {static!r}")
+        self.static = static
+
+    def listen(self, factory) -> Deferred:
+        """Listen; each WebSocket opened at ``path`` carries one connection of ``factory``.
+
+        :param factory: an :class:`~rsocket_tx.protocol.RSocketServerFactory` (its
+            ``config.max_frame_size`` is the largest message accepted, bytes).
+        :returns: Deferred firing with a :class:`WebSocketPort` (``IListeningPort``), or
+            failing with the inner endpoint's error (e.g. ``CannotListenError``).
+        """
+        ws = WebSocketResource(_ServerFactory(factory))
+        static = None if self.static is None else File(self.static)
+        site = Site(_Root(self._path, ws, static), reactor=self._reactor)
+        site.displayTracebacks = False
+        site.noisy = False
+        d = self._endpoint.listen(site)
+
+        def listening(port):
+            factory.doStart()
+            return WebSocketPort(port, site, factory)
+
+        return d.addCallback(listening)
+
+    def __repr__(self) -> str:
+        return f"WebSocketServerEndpoint({self._endpoint!r}, path={self.path!r})"
+
+
+@implementer(IStreamClientEndpoint)
+class WebSocketClientEndpoint:
+    """Connect RSocket over WebSocket through ``endpoint`` to ``url``.
+
+    :param reactor: the reactor.
+    :param endpoint: the ``IStreamClientEndpoint`` that reaches the server (TCP; a TLS
+        endpoint for ``wss``).
+    :param url: ``ws://host[:port]/path`` or ``wss://...``: gives the HTTP ``Host`` header
+        and the request path (the connection itself goes through ``endpoint``).
+    :param subprotocols: WebSocket subprotocols to offer (e.g. ``["rsocket"]``); default none.
+    :param headers: extra HTTP headers of the opening handshake (``{"Authorization": ...}``).
+    :raises ValueError: ``url`` is not a ``ws://`` or ``wss://`` URL.
+    """
+
+    def __init__(self, reactor, endpoint, url: str, *, subprotocols: Sequence[str] = (),
+                 headers: dict | None = None):
+        if not IStreamClientEndpoint.providedBy(endpoint):
+            raise TypeError(f"endpoint must provide IStreamClientEndpoint, got {endpoint!r}")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"url must be a ws:// or wss:// URL with a host, got {url!r}")
+        self._reactor = reactor
+        self._endpoint = endpoint
+        self.url = url
+        self.subprotocols = tuple(subprotocols)
+        self.headers = headers
+
+    def connect(self, factory) -> Deferred:
+        """Connect, open the WebSocket, start ``factory``'s protocol on it.
+
+        :param factory: an :class:`~rsocket_tx.protocol.RSocketClientFactory`.
+        :returns: Deferred firing with the :class:`~rsocket_tx.protocol.RSocketProtocol` once
+            the WebSocket is open (its SETUP is on the way), or failing with the inner
+            endpoint's error, a :class:`~rsocket_tx.transports.tls.TLSError` (``wss``: e.g. the
+            server's certificate is not trusted) or :class:`WebSocketHandshakeError` (the
+            server answered the upgrade with e.g. 404, refused the subprotocol, or did not
+            answer within 5 s; its ``reason`` is the underlying exception).
+            Cancelling it drops the connection.
+        """
+        ws_factory = _ClientFactory(self.url, factory, self.subprotocols, self.headers)
+        d = self._endpoint.connect(ws_factory)
+        return d.addCallback(lambda _: ws_factory.opened)
+
+    def __repr__(self) -> str:
+        return f"WebSocketClientEndpoint({self._endpoint!r}, {self.url!r})"
