@@ -397,12 +397,16 @@ class RSocketConnection:
         """Drain queued output for a message transport: one frame per list item, no prefix."""
         return self._out.drain()
 
-    def _queue(self, frame_bytes: bytes) -> None:
+    def _queue_now(self, frame_bytes: bytes) -> None:
+        """Queue one frame for the transport now (a resumable session's ``_queue`` also keeps
+        it for replay, and holds it while detached)."""
         if self._prefixed:
             self._out.append(len(frame_bytes).to_bytes(3, "big"))
         self._out.append(frame_bytes)
         if self._frame_logger is not None:
             self._frame_logger("send", decode(frame_bytes))
+
+    _queue = _queue_now  # replaced per instance by _queue_resumable once resume is enabled
 
     def _queue_payload_bearing(self, frame_type: int, sid: int, flags: int, fixed: bytes,
                                data: bytes, metadata: bytes | None) -> None:
@@ -1080,7 +1084,7 @@ class RSocketConnection:
             self._resume_state().append(frame_bytes)
             if self.state != _OPEN:
                 return  # no transport: it goes out from the buffer when the session resumes
-        RSocketConnection._queue(self, frame_bytes)
+        self._queue_now(frame_bytes)
 
     def _queue_payload_bearing_resumable(self, frame_type: int, sid: int, flags: int,
                                          fixed: bytes, data: bytes,
@@ -1098,7 +1102,7 @@ class RSocketConnection:
         if self._prefixed and self._frame_logger is None:
             self._out.extend((_U24.pack(n >> 16, n & 0xFFFF), frame))
         else:
-            RSocketConnection._queue(self, frame)
+            self._queue_now(frame)
 
     def _new_transport(self, now: float) -> None:
         self._now = now
@@ -1154,7 +1158,7 @@ class RSocketConnection:
         assert token is not None  # (set with the resume buffer)
         self._new_transport(now)
         self.state = _RESUMING
-        RSocketConnection._queue(self, encode(ResumeFrame(
+        self._queue_now(encode(ResumeFrame(
             token=token, last_received_server_position=self._received,
             first_available_client_position=self._resume_state().first_position)))
 
@@ -1190,10 +1194,10 @@ class RSocketConnection:
         except ResumePositionError as exc:
             return events + self._close_with(E.RejectedResumeError(str(exc)), True)
         self.state = _OPEN
-        queue = RSocketConnection._queue
-        queue(self, encode(ResumeOkFrame(last_received_client_position=self._received)))
+        queue = self._queue_now
+        queue(encode(ResumeOkFrame(last_received_client_position=self._received)))
         for f in replay:
-            queue(self, f)
+            queue(f)
         events.append(ConnectionResumed(frame.last_received_server_position, len(replay)))
         return events
 
@@ -1245,9 +1249,9 @@ class RSocketConnection:
         self.state = _OPEN
         self._setup_confirmed = True
         self._detached_at = self._now
-        queue = RSocketConnection._queue
+        queue = self._queue_now
         for frame_bytes in replay:
-            queue(self, frame_bytes)
+            queue(frame_bytes)
         self._next_keepalive = self._now + self._setup_frame().keepalive_interval / 1000.0
         events.append(ConnectionResumed(position, len(replay)))
 

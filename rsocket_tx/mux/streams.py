@@ -143,8 +143,7 @@ class StreamTable(Generic[S]):
         stream.send_open = False
         if stream.recv_open:
             return False
-        if self._streams.pop(stream.stream_id, None) is not None and stream.remote:
-            self.remote -= 1
+        self._drop(stream)
         return True
 
     def close_recv(self, stream: S) -> bool:
@@ -155,9 +154,13 @@ class StreamTable(Generic[S]):
         stream.recv_open = False
         if stream.send_open:
             return False
+        self._drop(stream)
+        return True
+
+    def _drop(self, stream: S) -> None:
+        """Remove ``stream`` (both halves closed), counting it off the peer's streams."""
         if self._streams.pop(stream.stream_id, None) is not None and stream.remote:
             self.remote -= 1
-        return True
 
     def remove(self, stream_id: int) -> S | None:
         """Remove a stream whatever its state (cancelled, aborted, errored).
