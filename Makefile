@@ -11,6 +11,10 @@
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
 #   make bench  python -m benchmarks.run
+#   make stress python -m benchmarks.stress: connections, streams, a soak and attacks against a
+#               twistd rsocket server with the defaults (docs/reliability.rst)
+#   make fuzz   every fuzz target (fuzz/targets, atheris) for FUZZ_SECONDS each, one at a time at
+#               nice 10; prints inputs run and crashes per target and protocol, fails on a crash
 #   make browser   npm-build the example browser page into examples/browser/dist/
 #   make chromium  install Debian's chromium + chromium-driver (for the browser page test) if missing
 #   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode)
@@ -22,7 +26,7 @@ STAMP  := $(VENV)/.rsocket_tx-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers browser chromium test lint typecheck docs demo bench pipeline clean
+.PHONY: venv peers browser chromium test lint typecheck docs demo bench stress fuzz pipeline clean
 
 venv: $(STAMP)
 
@@ -59,7 +63,10 @@ lint: venv
 # the sans-IO layers (no Twisted, time passed in): the mux layer, the RSocket core, the Jini mux
 TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/jini/codec.py \
 	rsocket_tx/jini/connection.py rsocket_tx/jini/config.py rsocket_tx/jini/events.py \
-	rsocket_tx/jini/errors.py
+	rsocket_tx/jini/errors.py rsocket_tx/reactivesocket/frames.py \
+	rsocket_tx/reactivesocket/connection.py rsocket_tx/reactivesocket/errors.py \
+	rsocket_tx/rsnet/__init__.py rsocket_tx/rsnet/codec.py rsocket_tx/rsnet/config.py \
+	rsocket_tx/rsnet/connection.py rsocket_tx/rsnet/events.py rsocket_tx/rsnet/errors.py
 
 typecheck: venv
 	$(VENV)/bin/mypy $(TYPECHECK_PATHS)
@@ -73,6 +80,16 @@ demo: venv
 bench: venv
 	bash benchmarks/java/build.sh || echo "benchmarks/java/build.sh failed: the rsocket-java columns will read n/a" >&2
 	$(VPY) -m benchmarks.run
+
+# seconds per fuzz target (CI runs a smoke of a few seconds: .ci/run)
+FUZZ_SECONDS ?= 60
+
+fuzz: venv
+	$(VPY) -m fuzz.run --seconds $(FUZZ_SECONDS)
+
+# the stress and attack figures of docs/reliability.rst (about 15 minutes; --quick: 2)
+stress: venv
+	$(VPY) -m benchmarks.stress
 
 pipeline: venv
 	bash examples/flights/run.sh

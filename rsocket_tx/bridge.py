@@ -38,7 +38,8 @@ no session outliving its transport): :meth:`~MuxProtocol.make_connection` (requi
 :meth:`~MuxProtocol.connection_started`, :meth:`~MuxProtocol.transport_lost`,
 :meth:`~MuxProtocol.transport_error`, :meth:`~MuxProtocol.excessive_buffering`,
 :meth:`~MuxProtocol.producing_resumed`, :meth:`~MuxProtocol.data_flushed`,
-:meth:`~MuxProtocol.connection_ended`, :meth:`~MuxProtocol.events_handled`. Its event
+:meth:`~MuxProtocol.connection_ended`, :meth:`~MuxProtocol.events_handled`,
+:meth:`~MuxProtocol.release`. Its event
 handlers and API methods use the public state and methods: :attr:`~MuxProtocol.connection`,
 :attr:`~MuxProtocol.reactor`, :attr:`~MuxProtocol.paused`, :attr:`~MuxProtocol.dispatching`,
 :attr:`~MuxProtocol.aborting`, :attr:`~MuxProtocol.transport_gone`,
@@ -86,7 +87,8 @@ from zope.interface import implementer
 from .interfaces import IFrameTransport
 from .transports.tls import TLSError, tls_error
 
-__all__ = ["ABORT_DELAY", "MuxProtocol", "describe_loss"]
+__all__ = ["ABORT_DELAY", "MuxProtocol", "describe_loss", "fresh_error", "failure_for",
+           "DetachedFailure"]
 
 _log = Logger()
 
@@ -105,6 +107,53 @@ def describe_loss(reason: Failure | None) -> str:
     if reason is None or reason.check(ConnectionDone):
         return "the transport closed cleanly"
     return f"connection lost: {reason.getErrorMessage()}"
+
+
+def fresh_error(error: BaseException) -> BaseException:
+    """A new exception equal to ``error`` (same class, ``args`` and attributes, no
+    traceback), for one consumer to raise.
+
+    An error shared by several consumers (the connection's close reason, a stream's error)
+    is never raised itself: raising it gives it a traceback whose frames hold the consumer
+    (a coroutine's locals, the stream), which holds the error: a reference cycle that only
+    the cyclic garbage collector would free, with the connection in it.
+
+    :param error: the exception.
+    :returns: the copy (``error`` itself, without its traceback, if it cannot be copied).
+    """
+    cls = type(error)
+    try:
+        copy = cls.__new__(cls)
+        copy.__dict__.update(error.__dict__)
+        copy.args = error.args
+    except Exception:  # noqa: BLE001 - an exotic exception class: share it, untraced
+        return error.with_traceback(None)
+    return copy
+
+
+class DetachedFailure(Failure):
+    """A Failure for a Deferred handed to the application. Thrown into a coroutine that
+    awaits the Deferred, it raises a fresh copy of its exception (:func:`fresh_error`).
+
+    Twisted's ``Failure.throwExceptionIntoGenerator`` raises the Failure's own exception,
+    whose traceback then holds the frames it went through, among them the frame of
+    ``_inlineCallbacks`` that holds the Failure: a reference cycle with every frame of the
+    stack that failed the Deferred (our protocol's, when a connection ends), freed only by
+    the cyclic garbage collector. The copy's traceback leads back to no one that holds it.
+    """
+
+    def throwExceptionIntoGenerator(self, g):  # noqa: N802 - Twisted's name
+        return g.throw(fresh_error(self.value))
+
+
+def failure_for(error: BaseException) -> Failure:
+    """The :class:`DetachedFailure` to fail an application's Deferred with ``error`` (a
+    copy of it, without traceback: an error shared by several Deferreds never gets one).
+
+    :param error: the exception.
+    :returns: the Failure (``d.errback(failure_for(error))``).
+    """
+    return DetachedFailure(fresh_error(error))
 
 
 @implementer(IPushProducer, IHandshakeListener)
@@ -142,6 +191,8 @@ class MuxProtocol(Protocol):
     :ivar aborting: the transport is being aborted: nothing more is written and the
         connection's end does not close it gracefully.
     :ivar transport_gone: the transport was lost (``connectionLost``).
+    :ivar released: the connection is over and its transport gone: :meth:`release` dropped
+        the references that would keep it alive in a cycle; events are no longer dispatched.
     :ivar tls_failure: the :class:`~rsocket_tx.transports.tls.TLSError` the transport was lost to (a
         certificate or host name rejected, by us or by the peer), else None.
     """
@@ -159,6 +210,10 @@ class MuxProtocol(Protocol):
         self.ended = False
         self.aborting = False
         self.transport_gone = False
+        self.released = False
+        #: the server's :class:`~rsocket_tx.transports.limits.ConnectionLimit` that counts
+        #: this connection (set by the factory), released when the transport is lost
+        self.connection_limit = None
         self.tls_failure: TLSError | None = None
         self._write_closed = False  # TCP half-closed after our last frame
         self._timer = None  # the next tick
@@ -202,12 +257,16 @@ class MuxProtocol(Protocol):
 
     def excessive_buffering(self, message: str) -> None:
         """Hook: more than :attr:`max_send_buffer_size` bytes wait for a peer that does not
-        read. :attr:`aborting` is already set and nothing more is written. The default aborts
-        the transport; a protocol fails its streams (and so ends its connection) first.
+        read. :attr:`aborting` is already set and nothing more is written. The default ends
+        the connection (its ``connection_lost(message)``: its streams fail), dispatches what
+        that returns at once, and aborts the transport.
 
         :param message: what happened, with the byte counts.
         """
         _log.warn("connection aborted: {message}", message=message)
+        conn = self.connection
+        if conn is not None and conn.is_open:
+            self.handle_events_now(conn.connection_lost(message))
         self.transport.abortConnection()
 
     def producing_resumed(self) -> None:
@@ -228,6 +287,22 @@ class MuxProtocol(Protocol):
     def events_handled(self) -> None:
         """Hook: every event of one read (or tick, or API call) has been dispatched (called
         once per outermost batch, before its write)."""
+
+    def release(self) -> None:
+        """Hook: the connection is over and its transport is gone: drop what would make a
+        reference cycle through this protocol (the dispatch table of bound methods, pending
+        timers), so that reference counting frees the protocol, its connection and their
+        buffers at once, without waiting for the cyclic garbage collector. The bridge calls
+        it at the end of ``connectionLost`` when the connection is no longer open; a protocol
+        whose session outlives its transport calls it when the session ends. A subclass
+        extends it to clear its own tables (and calls this one). Called once; events handed
+        to :meth:`handle_events` afterwards are dropped."""
+        if self.released:
+            return
+        self.released = True
+        self.stop_timers()
+        self.event_handlers = {}
+        self.held = None
 
     # ------------------------------------------------------------------ IProtocol
 
@@ -273,6 +348,9 @@ class MuxProtocol(Protocol):
         self.flush()
 
     def connectionLost(self, reason: Failure | None = None) -> None:
+        limit, self.connection_limit = self.connection_limit, None
+        if limit is not None:
+            limit.release()  # (a server's count of open connections)
         error = tls_error(reason) if reason is not None else None
         if error is not None:  # OpenSSL's tuple of codes becomes words
             self.tls_failure = error
@@ -283,6 +361,8 @@ class MuxProtocol(Protocol):
         finally:
             for d in waiters:
                 d.errback(reason if reason is not None else Failure(ConnectionDone()))
+            if not self.is_open:
+                self.release()
 
     # ------------------------------------------------------------------ TLS
 
@@ -495,6 +575,8 @@ class MuxProtocol(Protocol):
         """
         if self.held is not None:
             self.held.extend(events)
+            return
+        if self.released:
             return
         was = self.dispatching
         self.dispatching = True

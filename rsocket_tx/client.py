@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred
@@ -14,6 +15,7 @@ from .core.lease import LeasePolicy
 from .core.payload import Payload
 from .core.resume import new_token
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
+from .lease import policy_for
 from .protocol import CLIENT_SETTINGS, RSocketClientFactory, build_config, settings_signature
 from .responder import Responder
 from .transports.endpoints import client_endpoint
@@ -179,13 +181,7 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     config = build_config(config, settings, CONNECT_SETTINGS, "connect")
     if resume_token is None and resume:
         resume_token = new_token()
-    if isinstance(lease, LeasePolicy):
-        lease_policy = lease
-    elif isinstance(lease, bool):
-        lease_policy = None
-    else:
-        raise TypeError(f"lease must be True, False or a rsocket_tx.lease.LeasePolicy, got "
-                        f"{lease!r}")
+    lease_policy = policy_for(lease)
     setup = make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type,
                        setup_payload=setup_payload,
                        keepalive_interval=config.keepalive_interval,
@@ -193,8 +189,10 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                        lease=lease is not False)
     ep = client_endpoint(reactor, endpoint)
     factory = RSocketClientFactory(setup, responder, reactor=reactor, config=config,
-                                   reconnect=lambda: ep.connect(factory),
                                    lease_policy=lease_policy, frame_logger=frame_logger)
+    # the factory's reconnect refers to it weakly: no cycle through the factory
+    factory_ref = weakref.ref(factory)
+    factory.reconnect = lambda: ep.connect(factory_ref())
     d = ep.connect(factory)
     d.addCallback(lambda proto: proto.when_secured())  # TLS: once the server is verified
     d.addErrback(_tls_failure)  # e.g. wss: the TLS error under a failed WebSocket handshake

@@ -18,11 +18,13 @@ and values are those of :mod:`rsocket_tx.core.lease`, and
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from .bridge import failure_for
 from .core import errors as E
 from .core.errors import LeaseError
 from .core.lease import (
@@ -56,9 +58,26 @@ __all__ = [
     "LeasePolicy",
     "LeaseStats",
     "UnlimitedLeasePolicy",
+    "policy_for",
 ]
 
 _log = Logger()
+
+
+def policy_for(lease: bool | LeasePolicy) -> LeasePolicy | None:
+    """The policy a client's ``lease`` argument names (``connect(..., lease=...)``).
+
+    :param lease: True (leases, granted by the default policy the protocol builds), False (no
+        leases) or a :class:`~rsocket_tx.core.lease.LeasePolicy` (leases it decides).
+    :returns: the policy, or None for a bool.
+    :raises TypeError: ``lease`` is neither a bool nor a ``LeasePolicy``.
+    """
+    if isinstance(lease, LeasePolicy):
+        return lease
+    if isinstance(lease, bool):
+        return None
+    raise TypeError(f"lease must be True, False or a rsocket_tx.lease.LeasePolicy, got "
+                    f"{lease!r}")
 
 
 class LeaseHandle:
@@ -69,14 +88,18 @@ class LeaseHandle:
     :class:`~rsocket_tx.interfaces.ILeaseHost`.
 
     :param host: the :class:`~rsocket_tx.interfaces.ILeaseHost` (the
-        :class:`~rsocket_tx.protocol.RSocketProtocol`).
+        :class:`~rsocket_tx.protocol.RSocketProtocol`). It owns this handle, which refers to
+        it weakly (no reference cycle): reach the handle through the connection
+        (``rsocket.lease``), not on its own after the connection is gone.
     :param policy: what this side grants the peer; None: unlimited grants.
     :ivar policy: the :class:`~rsocket_tx.core.lease.LeasePolicy` deciding what this side
         grants the peer (used only when the connection has leases).
     """
 
     def __init__(self, host: ILeaseHost, policy: LeasePolicy | None) -> None:
-        self._host = host
+        # the host owns this handle: a weak reference back makes no cycle with it (use the
+        # handle while the connection lives: through ``rsocket.lease``)
+        self._host = weakref.proxy(host)
         self.policy = policy if policy is not None else UnlimitedLeasePolicy()
         self._call = None  # the next policy round
         self._waiters: list[Deferred] = []  # when_available()
@@ -225,7 +248,7 @@ class LeaseHandle:
             # a first-lease Deferred may have failed already: the client's no-LEASE deadline
             # (``protocol.ready``) fails it, then closes the connection, which stops us
             if not d.called:
-                d.errback(self._ended)
+                d.errback(failure_for(self._ended))
 
 
 def _forget(waiters: list[Deferred]):
@@ -244,5 +267,5 @@ def _succeeded() -> Deferred:
 
 def _failed(error: Exception) -> Deferred:
     d = Deferred()
-    d.errback(error)
+    d.errback(failure_for(error))
     return d

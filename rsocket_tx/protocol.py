@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import weakref
 from collections.abc import Callable, Iterable
 
 from twisted.internet.defer import (
@@ -59,7 +60,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from .bridge import ABORT_DELAY, MuxProtocol, describe_loss
+from .bridge import ABORT_DELAY, MuxProtocol, describe_loss, failure_for
 from .core import errors as E
 from .core.config import ConnectionConfig, check_drain_timeout
 from .core.connection import Role, RSocketConnection
@@ -82,6 +83,7 @@ from .core.frames import FrameType, ResumeFrame, SetupFrame
 from .core.lease import NO_LEASE, LeasePolicy
 from .core.payload import Payload
 from .core.resume import Backoff, SessionStore
+from .core.sniff import WEBSOCKET_SUBPROTOCOL
 from .interfaces import (
     IConnectionObserver,
     IFrameTransport,
@@ -92,7 +94,13 @@ from .interfaces import (
 from .lease import LeaseHandle
 from .requester import RSocket
 from .responder import Responder, SetupInfo
-from .streams import DEFAULT_PREFETCH, OutboundPump, RequestStream, to_rsocket_error
+from .streams import (
+    DEFAULT_PREFETCH,
+    OutboundPump,
+    RequestStream,
+    to_rsocket_error,
+)
+from .transports.limits import ConnectionLimit, RefusedConnection
 
 __all__ = [
     "ABORT_DELAY",
@@ -169,6 +177,12 @@ class RSocketProtocol(MuxProtocol):
         close reason and the errors of its requests say the same.
     """
 
+    #: The sans-IO connection class, built as ``connection_class(role, config, setup=...,
+    #: now=..., frame_logger=...)``: RSocket 1.0's; a wire format that speaks the same
+    #: methods and events plugs in its own (the 2015 draft,
+    #: :class:`~rsocket_tx.reactivesocket.protocol.ReactiveSocketProtocol`).
+    connection_class = RSocketConnection
+
     def __init__(self, role: str, config: ConnectionConfig, *, reactor,
                  responder: Responder | None = None,
                  responder_factory: Callable[[], Responder] | None = None,
@@ -192,7 +206,9 @@ class RSocketProtocol(MuxProtocol):
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
         self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
-        self.rsocket = RSocket(self)
+        # the requester handle: held by whoever uses it (the application, the responder),
+        # referred to weakly here so that it makes no cycle with this protocol
+        self._rsocket: weakref.ref[RSocket] | None = None
         self.lease = LeaseHandle(self, lease_policy)
         self._ready_call = None  # the client's wait for its first LEASE
         self._closed_waiters: list[Deferred] = []
@@ -237,6 +253,17 @@ class RSocketProtocol(MuxProtocol):
         factory = self.factory
         return factory if IConnectionObserver.providedBy(factory) else _NO_OBSERVER
 
+    @property
+    def rsocket(self) -> RSocket:
+        """The connection's requester handle (:class:`~rsocket_tx.requester.RSocket`): the
+        same object for as long as anyone holds it. It holds this protocol; this protocol
+        refers to it weakly (no reference cycle)."""
+        handle = self._rsocket() if self._rsocket is not None else None
+        if handle is None:
+            handle = RSocket(self)
+            self._rsocket = weakref.ref(handle)
+        return handle
+
     # ------------------------------------------------------------------ bridge hooks
 
     def make_connection(self) -> RSocketConnection:
@@ -246,9 +273,9 @@ class RSocketProtocol(MuxProtocol):
         if self.message_transport:
             # a message transport: one frame per message, no length prefix
             config = dataclasses.replace(config, length_prefixed=False)
-        conn = self._conn = RSocketConnection(self._role, config, setup=self._setup_frame,
-                                              now=self.reactor.seconds(),
-                                              frame_logger=self._frame_logger)
+        conn = self._conn = self.connection_class(self._role, config, setup=self._setup_frame,
+                                                  now=self.reactor.seconds(),
+                                                  frame_logger=self._frame_logger)
         # IStreamHost, bound straight to the connection: no extra call per item
         self.send_item = conn.send_payload
         self.credit = conn.credit
@@ -273,9 +300,13 @@ class RSocketProtocol(MuxProtocol):
         if self._delegate is not None:
             self._delegate.dataReceived(data)  # a relay of a resumed session
             return
-        events = self._conn.receive_data(data, self.reactor.seconds())
+        conn = self._conn
+        events = conn.receive_data(data, self.reactor.seconds())
         if events:
             self.handle_events(events)
+            if conn.read_failure is not None:
+                # an oversize prefix followed these frames: handled first, now the failure
+                self.handle_events(conn.pending_events())
         self.flush()
 
     def frameReceived(self, frame: bytes) -> None:
@@ -312,6 +343,7 @@ class RSocketProtocol(MuxProtocol):
     def transport_lost(self, reason) -> None:
         if self._delegate is not None:
             self._delegate.relay_lost(self, reason)  # a relay: its session lost the transport
+            self.release()  # (the relay itself is over)
             return
         if self._relay is not None:
             return  # the session's first transport, already replaced by a resumed one
@@ -376,6 +408,18 @@ class RSocketProtocol(MuxProtocol):
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
             d.callback(None)
+        self.release()
+
+    def release(self) -> None:
+        """The connection is over and no transport is left: also drop the request-type
+        table (bound methods), the responder (it holds our requester handle) and the links
+        between a resumed session and its relay, so that nothing but reference counting is
+        needed to free them (see :meth:`~rsocket_tx.bridge.MuxProtocol.release`)."""
+        super().release()
+        self._serve = {}
+        self._responder = None
+        self._relay = self._delegate = None
+        self._wakeups = []
 
     def end_session(self, why: str) -> None:
         """End a resumable session that lost its transport and waits for a resume (see
@@ -419,7 +463,8 @@ class RSocketProtocol(MuxProtocol):
         (spec §Resuming Operation), or fails with the error that ends the session first."""
         d = Deferred()
         if self._conn is not None and not self._conn.is_open:
-            d.errback(self.close_reason or E.ConnectionLostError("the connection is closed"))
+            d.errback(failure_for(
+                self.close_reason or E.ConnectionLostError("the connection is closed")))
         else:
             self._resume_waiters.append(d)
         return d
@@ -698,12 +743,14 @@ class RSocketProtocol(MuxProtocol):
             stream.on_complete()
 
     def _on_stream_errored(self, event: StreamErrored) -> None:
-        self._stream_failed(event.stream_id, event.error)
+        # (handed to the application as a value: the frames of a traceback, where it was
+        # raised in the connection, would keep the connection alive with it)
+        self._stream_failed(event.stream_id, event.error.with_traceback(None))
 
     def _stream_failed(self, sid: int, error: E.RSocketError) -> None:
         d = self._responses.pop(sid, None)
         if d is not None:
-            d.errback(error)
+            d.errback(failure_for(error))
         d = self._handlers.pop(sid, None)
         if d is not None:
             d.cancel()
@@ -733,6 +780,8 @@ class RSocketProtocol(MuxProtocol):
                       "{n} open stream(s)", error=event.error, n=event.open_streams)
 
     def _on_connection_closed(self, event: ConnectionClosed) -> None:
+        if event.error is not None:
+            event.error.__traceback__ = None  # (as in _on_stream_errored)
         error = event.error or E.ConnectionLostError("the connection was closed")
         if not isinstance(error, E.ConnectionError) and not isinstance(error, E.SetupError) \
                 and not isinstance(error, E.ConnectionCloseError):
@@ -751,10 +800,10 @@ class RSocketProtocol(MuxProtocol):
             observer.session_ended(self)
             waiters, self._resume_waiters = self._resume_waiters, []
             for d in waiters:
-                d.errback(error)
+                d.errback(failure_for(error))
         responses, self._responses = self._responses, {}
         for d in responses.values():
-            d.errback(error)
+            d.errback(failure_for(error))
         handlers, self._handlers = self._handlers, {}
         for d in handlers.values():
             d.cancel()
@@ -772,7 +821,7 @@ class RSocketProtocol(MuxProtocol):
         if self.aborting:
             written, self._written = self._written, []
             for d in written:
-                d.errback(error)
+                d.errback(failure_for(error))
             if transport is not None and not self.transport_gone:
                 abort = getattr(transport, "abortConnection", None)
                 (abort or transport.loseConnection)()
@@ -790,7 +839,7 @@ class RSocketProtocol(MuxProtocol):
         else:
             written, self._written = self._written, []
             for d in written:
-                d.errback(error)
+                d.errback(failure_for(error))
             if self.transport_gone and conn.resume_token is not None:
                 self._session_over()  # a detached session ended (expired, or closed by us)
 
@@ -1016,6 +1065,8 @@ SERVER_SETTINGS = (
     "fragment_size", "max_frame_size", "max_reassembled_size", "setup_timeout",
     "max_concurrent_streams", "max_send_buffer_size", "drain_timeout", "resume",
     "resume_session_timeout", "max_resume_buffer_size", "max_resume_sessions", "lease_grace",
+    "max_setup_frame_size", "max_reassembly_buffer_size", "max_lifetime_limit",
+    "max_connections",
 )
 #: The :class:`~rsocket_tx.core.config.ConnectionConfig` fields a client factory takes as
 #: keyword arguments (:func:`~rsocket_tx.client.connect` takes ``keepalive_interval`` and
@@ -1024,6 +1075,7 @@ CLIENT_SETTINGS = (
     "fragment_size", "max_frame_size", "max_reassembled_size", "max_concurrent_streams",
     "max_send_buffer_size", "drain_timeout", "resume_session_timeout",
     "max_resume_buffer_size", "reconnect_initial_delay", "reconnect_max_delay", "lease_grace",
+    "max_reassembly_buffer_size",
 )
 
 
@@ -1107,25 +1159,43 @@ class RSocketServerFactory(Factory):
         every connection); None grants unlimited leases. Requests past a grant are answered
         with ERROR[REJECTED].
     :param frame_logger: ``callable(direction, frame)`` debug hook.
+    :param connection_limit: the server-wide
+        :class:`~rsocket_tx.transports.limits.ConnectionLimit` to count connections in, when
+        several factories serve one server (e.g. RSocket and the Jini mux on one port);
+        None: one of ``config.max_connections`` of this factory's own. Past it a new
+        connection is aborted at once, before any RSocket state exists.
     :param settings: ``fragment_size``, ``max_frame_size``, ``max_reassembled_size``,
         ``setup_timeout``, ``max_concurrent_streams``, ``max_send_buffer_size``,
         ``drain_timeout``, ``resume``, ``resume_session_timeout``,
-        ``max_resume_buffer_size``, ``max_resume_sessions``, ``lease_grace``: fields of
-        ``config`` (units and ranges there).
+        ``max_resume_buffer_size``, ``max_resume_sessions``, ``lease_grace``,
+        ``max_setup_frame_size``, ``max_reassembly_buffer_size``, ``max_lifetime_limit``,
+        ``max_connections``: fields of ``config`` (units and ranges there).
     :raises ValueError: a setting is out of range.
     :raises TypeError: an unknown keyword, or a ``lease_policy`` that is no LeasePolicy.
 
     :ivar config: the :class:`~rsocket_tx.core.config.ConnectionConfig` of every connection.
+    :ivar connection_limit: the :class:`~rsocket_tx.transports.limits.ConnectionLimit`.
     :ivar connections: the connected :class:`RSocketProtocol` instances (a set), resumable
         sessions waiting for a resume included.
     :ivar sessions: with ``config.resume``: the resumable sessions by token (a
         :class:`~rsocket_tx.core.resume.SessionStore` of :class:`RSocketProtocol`); else None.
     """
 
+    #: the protocol class built per connection (a subclass plugs in another wire format)
+    protocol = RSocketProtocol
+    #: the WebSocket subprotocol (``Sec-WebSocket-Protocol``) of what this factory serves:
+    #: the WebSocket server endpoint (:mod:`rsocket_tx.transports.websocket`) accepts a client
+    #: offering it (or none); a subclass serving another wire format names its own
+    websocket_subprotocol = WEBSOCKET_SUBPROTOCOL
+    #: what the log calls the server (e.g. when connections past ``max_connections`` are
+    #: refused)
+    server_name = "RSocket server"
+
     def __init__(self, responder_factory: Callable[[], Responder] | None = None, *,
                  reactor=None, config: ConnectionConfig | None = None,
                  lease_policy: LeasePolicy | None = None,
-                 frame_logger: Callable | None = None, **settings) -> None:
+                 frame_logger: Callable | None = None,
+                 connection_limit: ConnectionLimit | None = None, **settings) -> None:
         _check_policy(lease_policy)
         self.lease_policy = lease_policy
         if responder_factory is None:
@@ -1137,17 +1207,26 @@ class RSocketServerFactory(Factory):
         self.config = config = build_config(config, settings, SERVER_SETTINGS,
                                             "RSocketServerFactory")
         self.frame_logger = frame_logger
+        if connection_limit is None:
+            connection_limit = ConnectionLimit(config.max_connections,
+                                               server_name=self.server_name,
+                                               reactor=self.reactor)
+        self.connection_limit = connection_limit
         self.connections: set[RSocketProtocol] = set()
         self.sessions: SessionStore[RSocketProtocol] | None = (
             SessionStore(config.max_resume_sessions) if config.resume else None)
         self._closing: tuple[int | None, str] | None = None
 
-    def buildProtocol(self, addr) -> RSocketProtocol:
-        proto = RSocketProtocol(Role.SERVER, self.config, reactor=self.reactor,
-                                responder_factory=self.responder_factory,
-                                frame_logger=self.frame_logger,
-                                lease_policy=self.lease_policy)
+    def buildProtocol(self, addr) -> RSocketProtocol | RefusedConnection:
+        limit = self.connection_limit
+        if not limit.acquire():
+            return limit.refuse()  # past max_connections: aborted at once, logged
+        proto = self.protocol(Role.SERVER, self.config, reactor=self.reactor,
+                              responder_factory=self.responder_factory,
+                              frame_logger=self.frame_logger,
+                              lease_policy=self.lease_policy)
         proto.factory = self
+        proto.connection_limit = limit  # released when its transport is lost
         return proto
 
     def close_connections(self, drain_timeout: int | None = None,
@@ -1213,6 +1292,8 @@ class RSocketClientFactory(ClientFactory):
     """
 
     sessions = None  # (IConnectionObserver: a client keeps no session store)
+    #: the protocol class built per connection (a subclass plugs in another wire format)
+    protocol = RSocketProtocol
 
     def __init__(self, setup: SetupFrame, responder: Responder | None = None, *, reactor=None,
                  config: ConnectionConfig | None = None,
@@ -1239,10 +1320,10 @@ class RSocketClientFactory(ClientFactory):
     def buildProtocol(self, addr) -> RSocketProtocol:
         if self._session is not None:
             return self._session  # a reconnection: the same session, on a new transport
-        proto = RSocketProtocol(Role.CLIENT, self.config, reactor=self.reactor,
-                                responder=self.responder, setup=self.setup,
-                                frame_logger=self.frame_logger,
-                                lease_policy=self.lease_policy)
+        proto = self.protocol(Role.CLIENT, self.config, reactor=self.reactor,
+                              responder=self.responder, setup=self.setup,
+                              frame_logger=self.frame_logger,
+                              lease_policy=self.lease_policy)
         proto.factory = self
         return proto
 
@@ -1252,7 +1333,8 @@ class RSocketClientFactory(ClientFactory):
         pass
 
     def connection_lost(self, protocol: RSocketProtocol) -> None:
-        pass
+        if self._session is protocol:
+            self._session = None  # (the session is over: no cycle through this factory)
 
     def transport_lost(self, protocol: RSocketProtocol) -> None:
         """A resumable session lost its transport: reconnect after the next backoff delay
@@ -1278,7 +1360,9 @@ class RSocketClientFactory(ClientFactory):
             d = self.reconnect()
         except Exception:  # noqa: BLE001 - treated as a failed attempt
             d = fail()
-        d.addErrback(self._reconnect_failed, protocol)
+        # (the result, our protocol, is not kept: Twisted's connector keeps this Deferred
+        # in a reference cycle of its own)
+        d.addCallbacks(_discard, self._reconnect_failed, errbackArgs=(protocol,))
 
     def _reconnect_failed(self, failure: Failure, protocol: RSocketProtocol) -> None:
         _log.info("RSocket reconnection attempt failed: {why}", why=failure.getErrorMessage())
@@ -1292,6 +1376,12 @@ class RSocketClientFactory(ClientFactory):
         if self._reconnect_call is not None and self._reconnect_call.active():
             self._reconnect_call.cancel()
         self._reconnect_call = None
+        if self._session is protocol:
+            self._session = None
+
+
+def _discard(result: object) -> None:
+    """A callback dropping its result."""
 
 
 RSocketServerFactory.__init__.__signature__ = settings_signature(

@@ -58,7 +58,7 @@ class RSocket:
         :class:`~rsocket_tx.protocol.RSocketProtocol`).
     """
 
-    __slots__ = ("_protocol",)
+    __slots__ = ("_protocol", "__weakref__")
 
     def __init__(self, host: IRequesterHost) -> None:
         self._protocol = host

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IListeningPort
-from zope.interface import implementer
 
 from .core.config import ConnectionConfig
 from .core.lease import LeasePolicy
-from .protocol import SERVER_SETTINGS, RSocketServerFactory, build_config, settings_signature
+from .protocol import SERVER_SETTINGS, RSocketServerFactory, build_config
 from .responder import Responder
 from .transports.endpoints import server_endpoint
+from .transports.listening import ServerPort, listen
 
 __all__ = ["serve", "ServerPort"]
 
@@ -40,6 +39,16 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :param max_frame_size: largest inbound frame, bytes (<= 16,777,215).
     :param max_reassembled_size: largest inbound reassembled payload, bytes.
     :param setup_timeout: milliseconds a client may take to send SETUP before it is dropped.
+    :param max_setup_frame_size: largest first frame (SETUP or RESUME), bytes (default
+        131,072); a larger length prefix gets ERROR[INVALID_SETUP] before the frame is read.
+    :param max_reassembly_buffer_size: bytes one connection may hold in unfinished
+        fragmented payloads over all its streams (default 64 MiB); the stream past it is
+        refused, the connection stays up.
+    :param max_lifetime_limit: largest max lifetime a client may declare in SETUP,
+        milliseconds (default 600,000; 0: no limit); above it ERROR[UNSUPPORTED_SETUP].
+    :param max_connections: connections open at once (default 10,000); past it new ones are
+        closed at once and the log says so. The endpoint's listen queue is 1,024 unless its
+        string says ``backlog=N``.
     :param max_concurrent_streams: streams one client may have open towards the server at
         once; a request past it gets ERROR[REJECTED] (default 1024).
     :param max_send_buffer_size: bytes queued for a client that does not read before its
@@ -82,42 +91,4 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     config = build_config(config, settings, SERVER_SETTINGS, "serve")
     factory = RSocketServerFactory(responder_factory, reactor=reactor, config=config,
                                    lease_policy=lease_policy, frame_logger=frame_logger)
-    d = server_endpoint(reactor, endpoint).listen(factory)
-    return d.addCallback(_with_factory, factory)
-
-
-@implementer(IListeningPort)
-class ServerPort:
-    """The listening port :func:`serve` returns when the endpoint's own port has another
-    ``factory`` (a TLS endpoint's is the TLS wrapper): ``factory`` is the
-    :class:`~rsocket_tx.protocol.RSocketServerFactory`; everything else is the port's."""
-
-    def __init__(self, port, factory: RSocketServerFactory) -> None:
-        self.port = port
-        self.factory = factory
-
-    def startListening(self):
-        return self.port.startListening()
-
-    def stopListening(self):
-        return self.port.stopListening()
-
-    def getHost(self):
-        return self.port.getHost()
-
-    def __getattr__(self, name):
-        return getattr(self.port, name)
-
-    def __repr__(self) -> str:
-        return f"<ServerPort {self.port!r}>"
-
-
-def _with_factory(port, factory: RSocketServerFactory):
-    if getattr(port, "factory", None) is factory:
-        return port
-    return ServerPort(port, factory)
-
-
-# serve() takes the server settings of ConnectionConfig as keywords: show them in its signature
-# (help(), the API docs)
-serve.__signature__ = settings_signature(serve, SERVER_SETTINGS)
+    return listen(server_endpoint(reactor, endpoint), factory)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import pytest_twisted
+from twisted.internet import defer
+from twisted.internet import error as internet_error
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import ProcessProtocol
 from twisted.internet.testing import MemoryReactorClock
@@ -33,11 +35,13 @@ from rsocket_tx.cli import (
     parse_args,
     read_source,
 )
-from rsocket_tx.core.errors import ApplicationError
+from rsocket_tx.core.errors import ApplicationError, ConnectionLostError
 from rsocket_tx.core.payload import Payload
 from rsocket_tx.demo import DemoResponder
+from rsocket_tx.faces.cli import EXIT_INTERRUPTED, Streams, exit_status_for, format_data
 from rsocket_tx.responder import Responder
 from rsocket_tx.tap import DEFAULT_LISTEN, Options
+from rsocket_tx.transports.tls import TLSError
 
 REPO = Path(__file__).resolve().parent.parent
 SAFETY = 60  # seconds: only so that a broken test fails instead of hanging; never reached
@@ -249,6 +253,50 @@ def test_format_payload(payload, text, obj):
     line = format_payload(payload, "json")
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line) == obj
+
+
+@pytest.mark.parametrize(("data", "output", "expected"), [
+    (b"hi", "text", b"hi\n"),
+    (b"hi", "raw", b"hi"),
+    (b"", "raw", b""),
+    (b"h\xc3\xa9", "json", b'{"data": "h\xc3\xa9"}\n'),
+    (b"\xff\x00", "json", b'{"data_base64": "/wA="}\n'),
+])
+def test_format_data(data, output, expected):
+    # the jini and rsnet commands' output (no metadata)
+    assert format_data(data, output) == expected
+
+
+class _ProtocolFailure(Exception):
+    pass
+
+
+def _protocol_status(error):
+    return 7 if isinstance(error, (_ProtocolFailure, ConnectionLostError)) else None
+
+
+@pytest.mark.parametrize(("error", "status", "message"), [
+    (BrokenPipeError(), EXIT_OK, ""),
+    (TLSError("bad certificate"), EXIT_CONNECTION, "rsocket-tx: bad certificate\n"),
+    (_ProtocolFailure(), 7, ""),
+    (internet_error.ConnectionRefusedError("refused"), EXIT_CONNECTION, "cannot connect to ep: "),
+    (internet_error.ConnectionLost("gone"), EXIT_CONNECTION, "connection lost: "),
+    (defer.CancelledError(), EXIT_INTERRUPTED, "rsocket-tx: cancelled\n"),
+])
+def test_exit_status_for(error, status, message):
+    # the protocol commands' shared mapping: TLS before the protocol's own (a TLSError is a
+    # ConnectionLostError), the protocol's before the generic connection failures
+    streams = Streams(io.BytesIO(), io.BytesIO(), io.StringIO())
+    assert exit_status_for(error, "ep", streams, _protocol_status) == status
+    assert message in streams.stderr.getvalue()
+    if not message:
+        assert streams.stderr.getvalue() == ""
+
+
+def test_exit_status_for_reraises_the_unexpected():
+    streams = Streams(io.BytesIO(), io.BytesIO(), io.StringIO())
+    with pytest.raises(KeyError):
+        exit_status_for(KeyError("bug"), "ep", streams)
 
 
 # -- run(): in-process ----------------------------------------------------------------------------

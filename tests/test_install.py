@@ -86,7 +86,8 @@ def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, edita
     else:
         assert location.is_relative_to((tmp_path / "venv").resolve()), where
     # each plugin of twisted/plugins is found, with its own options
-    for plugin, option in (("rsocket", "--responder"), ("jini-mux", "--dispatcher")):
+    for plugin, option in (("rsocket", "--responder"), ("jini-mux", "--dispatcher"),
+                           ("mux", "--protocol"), ("rs2015", "--responder")):
         twistd = run([str(python), "-c", TWISTD, plugin, "--help"], cwd=elsewhere)
         assert twistd.returncode == 0, twistd.stdout + twistd.stderr
         assert f"Usage: twistd [options] {plugin} [options]" in twistd.stdout

@@ -26,7 +26,11 @@ MUX = sorted((PACKAGE / "mux").glob("*.py"))
 CORE = sorted((PACKAGE / "core").glob("*.py"))
 JINI_SANS_IO = [p for p in (PACKAGE / "jini" / "codec.py", PACKAGE / "jini" / "connection.py")
                 if p.exists()]
-SANS_IO = MUX + CORE + JINI_SANS_IO
+#: the Reactive Streams network protocol's sans-IO modules (the package also holds Twisted ones)
+RSNET_SANS_IO = [PACKAGE / "rsnet" / f"{name}.py"
+                 for name in ("codec", "config", "connection", "errors", "events")
+                 if (PACKAGE / "rsnet" / f"{name}.py").exists()]
+SANS_IO = MUX + CORE + JINI_SANS_IO + RSNET_SANS_IO
 
 FORBIDDEN = ("twisted", "zope")
 
@@ -139,8 +143,8 @@ def test_imported_modules_resolves_relative_imports() -> None:
 
 
 # In a fresh interpreter: the packages whose __init__ belongs to the Twisted layer
-# (rsocket_tx itself, rsocket_tx.jini) are stand-ins with the right __path__, so only the
-# sans-IO modules and what they import run.
+# (rsocket_tx itself, rsocket_tx.jini, rsocket_tx.rsnet) are stand-ins with the right __path__,
+# so only the sans-IO modules and what they import run.
 _PROBE = r"""
 import importlib, importlib.abc, json, sys, types
 
@@ -162,7 +166,7 @@ else:
     raise SystemExit("the import hook did not refuse twisted")
 
 root, modules = sys.argv[1], json.loads(sys.argv[2])
-stubs = ("rsocket_tx", "rsocket_tx.jini")
+stubs = ("rsocket_tx", "rsocket_tx.jini", "rsocket_tx.rsnet")
 for package in stubs:
     stub = types.ModuleType(package)
     stub.__path__ = [root + "/" + package.replace(".", "/")]

@@ -481,7 +481,8 @@ def test_tcp_close_after_an_error_half_closes_reads_on_then_aborts():
     proto, transport, clock = server_protocol(Responder, transport=TCPTransport())
     proto.dataReceived(b"\x00\x00\x06\x00\x00\x00\x00\xfc\x00")  # a frame of unknown type 0x3F
     [error] = parse(transport.value())
-    assert (error.stream_id, error.error_code) == (0, 0x101)  # ERROR[CONNECTION_ERROR]
+    # before SETUP: ERROR[INVALID_SETUP] (spec §Connection Establishment)
+    assert (error.stream_id, error.error_code) == (0, 0x001)
     # FIN after the ERROR, not a full close: the peer may still be writing, and closing with
     # unread bytes would make the kernel send RST, which can destroy the ERROR unread
     assert transport.write_closed and not transport.disconnecting

@@ -73,7 +73,10 @@ DEFAULT_FIELDS = {
     "max_reassembled_size": 67_108_864,
     "setup_timeout": 30_000,
     "min_keepalive_interval": 0,
-    "max_lifetime_limit": 0,
+    "max_lifetime_limit": 600_000,
+    "max_setup_frame_size": 131_072,
+    "max_reassembly_buffer_size": 67_108_864,
+    "max_connections": 10_000,
     "debug": False,
 }
 #: every option given, --listen in all three spellings
@@ -94,7 +97,10 @@ ALL_OPTIONS_FIELDS = {
     "max_reassembled_size": 1_000_000,
     "setup_timeout": 5000,
     "min_keepalive_interval": 100,
-    "max_lifetime_limit": 600_000,
+    "max_lifetime_limit": 300_000,
+    "max_setup_frame_size": 4096,
+    "max_reassembly_buffer_size": 2_000_000,
+    "max_connections": 500,
     "debug": True,
 }
 
@@ -407,14 +413,16 @@ def test_keepalive_limits(recording_factory):
     settings = parse_server_settings(
         responder=PickyResponder, min_keepalive_interval=1000, max_lifetime_limit=60_000
     )
-    limited = build_service(settings).factory.responder_factory
+    factory = build_service(settings).factory
+    # the max lifetime limit is a connection setting, enforced by the RSocket core
+    # (tests/core/test_setup_invalid.py)
+    assert factory.kwargs["config"].max_lifetime_limit == 60_000
+    limited = factory.responder_factory
     assert issubclass(limited, PickyResponder)
     responder = limited()
     assert responder.accept_setup(_setup(1000, 60_000)) is None
     with pytest.raises(UnsupportedSetupError, match="keepalive interval 999 ms is below"):
         responder.accept_setup(_setup(keepalive_interval=999))
-    with pytest.raises(UnsupportedSetupError, match="max lifetime 60001 ms is above"):
-        responder.accept_setup(_setup(max_lifetime=60_001))
     refused = _setup(1000, 60_000)
     refused.payload = Payload(b"no")
     with pytest.raises(RejectedSetupError, match="said no"):

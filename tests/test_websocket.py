@@ -424,13 +424,14 @@ async def test_websocket_fragments_and_pings_between_messages_are_handled(ws):
 
 
 @aio
-async def test_garbage_binary_message_gets_connection_error(ws):
+async def test_garbage_binary_message_before_setup_gets_invalid_setup(ws):
     port = await ws.serve()
     raw = await raw_ws(port)
     raw.sendMessage(b"\x00\x00", isBinary=True)  # not a frame
     await wait(raw.closed)
     errors = [f for f in raw.frames() if isinstance(f, ErrorFrame)]
-    assert errors and errors[0].error_code == ErrorCode.CONNECTION_ERROR
+    # spec §Connection Establishment: a first frame that is no valid SETUP: INVALID_SETUP
+    assert errors and errors[0].error_code == ErrorCode.INVALID_SETUP
 
 
 # --------------------------------------------------------------------- static page, handshake

@@ -3,10 +3,15 @@ cleans up; a raw TCP client that speaks frames; an echo responder; frame helpers
 
 from __future__ import annotations
 
+import io
+from contextlib import asynccontextmanager
+from typing import Any, NamedTuple
+
 import pytest
 from twisted.internet import defer, reactor
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.protocol import Protocol
+from twisted.internet import error as internet_error
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP4ServerEndpoint, connectProtocol
+from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.python import usage
@@ -35,7 +40,13 @@ SERVER_OPTIONS_ARGV = (
     "--min-keepalive-interval",
     "100",
     "--max-lifetime-limit",
-    "600000",
+    "300000",
+    "--max-setup-frame-size",
+    "4096",
+    "--max-reassembly-buffer-size",
+    "2_000_000",
+    "--max-connections",
+    "500",
     "--debug",
 )
 
@@ -112,6 +123,82 @@ class RecordingChannelResponder(Responder):
         async for item in inbound:
             self.inbound.append(item.data)
             yield item
+
+
+@asynccontextmanager
+async def failed_start_on_a_taken_port(tap):
+    """A server service of the face ``tap`` (a module with ``parse_server_settings`` and
+    ``build_service``) told to listen on a free loopback port and on one another listener
+    holds: its ``startService`` is checked to fail with CannotListenError and to leave the
+    service not running. Yields the service; the other listener stops afterwards."""
+    taken = await TCP4ServerEndpoint(reactor, 0, interface="127.0.0.1").listen(
+        Factory.forProtocol(Protocol))
+    try:
+        busy = taken.getHost().port
+        settings = tap.parse_server_settings(
+            listen=["tcp:0:interface=127.0.0.1", f"tcp:{busy}:interface=127.0.0.1"])
+        service = tap.build_service(settings, reactor)
+        with pytest.raises(internet_error.CannotListenError):
+            service.startService()
+        assert not service.running
+        yield service
+    finally:
+        await taken.stopListening()
+
+
+class LoopbackServer:
+    """A server ``factory`` (set by the subclass) on a loopback TCP port: ``port`` once
+    :meth:`start` has run."""
+
+    factory: Any
+    port: Any = None
+
+    async def start(self) -> int:
+        """Listen on a free loopback port; returns its number."""
+        endpoint = TCP4ServerEndpoint(reactor, 0, interface="127.0.0.1")
+        self.port = await wait(endpoint.listen(self.factory))
+        return self.port.getHost().port
+
+    def tcp(self) -> TCP4ClientEndpoint:
+        """A client endpoint to the port."""
+        return TCP4ClientEndpoint(reactor, "127.0.0.1", self.port.getHost().port)
+
+
+class CommandResult(NamedTuple):
+    """What an ``rsocket-tx`` command run in process (:func:`run_command`) gave."""
+
+    #: the exit status
+    status: int
+    #: its standard output
+    out: bytes
+    #: its standard error
+    err: str
+
+
+async def run_command(argv, stdin: bytes = b"", timeout: float = 30) -> CommandResult:
+    """Run ``rsocket-tx ARGV`` in process (:func:`rsocket_tx.faces.cli.run`) on the reactor,
+    with ``stdin`` as its standard input; fails with TimeoutError after ``timeout`` seconds."""
+    from rsocket_tx.faces.cli import run
+
+    out, err = io.BytesIO(), io.StringIO()
+    status = await run(reactor, list(argv), stdin=io.BytesIO(stdin), stdout=out,
+                       stderr=err).addTimeout(timeout, reactor)
+    return CommandResult(status, out.getvalue(), err.getvalue())
+
+
+class BytesClient(Protocol):
+    """A TCP client that records the bytes it receives (``received``); ``closed`` fires when
+    its connection is lost."""
+
+    def __init__(self) -> None:
+        self.closed: defer.Deferred = defer.Deferred()
+        self.received = b""
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
+        self.received += data
+
+    def connectionLost(self, reason=None) -> None:  # noqa: N802 - Twisted's name
+        self.closed.callback(None)
 
 
 class RawClient(Protocol):

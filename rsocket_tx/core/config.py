@@ -13,11 +13,15 @@ __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
     "DEFAULT_LEASE_GRACE",
     "DEFAULT_MAX_CONCURRENT_STREAMS",
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_LIFETIME",
+    "DEFAULT_MAX_LIFETIME_LIMIT",
     "DEFAULT_MAX_REASSEMBLED_SIZE",
     "DEFAULT_MAX_RESUME_BUFFER_SIZE",
+    "DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE",
     "DEFAULT_MAX_RESUME_SESSIONS",
     "DEFAULT_MAX_SEND_BUFFER_SIZE",
+    "DEFAULT_MAX_SETUP_FRAME_SIZE",
     "DEFAULT_OUTBOUND_FRAME_LIMIT",
     "DEFAULT_RECONNECT_INITIAL_DELAY",
     "DEFAULT_RECONNECT_MAX_DELAY",
@@ -53,6 +57,22 @@ DEFAULT_MAX_RESUME_SESSIONS = 10_000
 DEFAULT_RECONNECT_INITIAL_DELAY = 100  # ms
 DEFAULT_RECONNECT_MAX_DELAY = 10_000  # ms
 MIN_FRAGMENT_SIZE = 64  # bytes
+#: The largest first frame (SETUP or RESUME) a server buffers before the connection is set up,
+#: in bytes without the length prefix. 128 KiB holds any RESUME (its token is at most 65,535
+#: bytes) and a SETUP with the longest token and MIME types plus some 60 KiB of setup data and
+#: metadata (credentials, routing, tracing): bearer tokens and JWTs are a few KiB. It bounds
+#: what a connection that never completes SETUP can make the server hold (docs: Limits).
+DEFAULT_MAX_SETUP_FRAME_SIZE = 128 * 1024  # bytes
+#: Bytes one connection may hold in unfinished reassemblies across all its streams: one
+#: payload of the default ``max_reassembled_size`` (or many smaller ones) at a time.
+DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE = DEFAULT_MAX_REASSEMBLED_SIZE  # bytes
+#: Connections a server keeps open at once (transports, counted from accept to close); the
+#: protocol-neutral default of :mod:`rsocket_tx.transports.limits` too.
+DEFAULT_MAX_CONNECTIONS = 10_000
+#: The largest max lifetime a client may declare in SETUP, in ms: 10 minutes, the longest
+#: default of the common clients (rsocket-py; rsocket-java and rsocket_tx use 90 s). Past it
+#: a silent (half-open) connection would hold its memory for up to 24.9 days.
+DEFAULT_MAX_LIFETIME_LIMIT = 600_000  # ms
 #: (major, minor) versions a server accepts in SETUP: 1.0, and 0.2 of the drafts, which is
 #: wire-compatible with 1.0.
 SUPPORTED_VERSIONS = frozenset({(1, 0), (0, 2)})
@@ -85,7 +105,28 @@ class ConnectionConfig:
     :param max_reassembled_size: the largest payload (data + metadata bytes) reassembled from
         inbound fragments; past it, only that stream ends (ERROR[INVALID] or CANCEL to the
         peer, :class:`~rsocket_tx.core.errors.PayloadTooLargeError` locally). Default 64 MiB.
+    :param max_setup_frame_size: server: the largest first frame (SETUP or RESUME) accepted
+        before the connection is set up, in bytes (excluding the length prefix). A length
+        prefix announcing more is answered with ERROR[INVALID_SETUP] and the connection
+        closes at once, nothing of the frame buffered; after SETUP ``max_frame_size`` applies.
+        Default 131,072 (128 KiB), in [64, ``max_frame_size``] (a larger value counts as
+        ``max_frame_size``).
+    :param max_reassembly_buffer_size: bytes one connection may hold in unfinished
+        reassemblies (spec §Fragmentation And Reassembly) across all its streams. A fragment
+        that would pass it ends its stream and releases what the stream held: a request
+        still arriving gets ERROR[REJECTED] (it was not processed), the inbound half of a
+        channel we respond to ERROR[CANCELED], a response we receive CANCEL (locally
+        :class:`~rsocket_tx.core.errors.ReassemblyBudgetError`); the connection stays up.
+        Never less than ``max_reassembled_size`` (one largest payload always fits). Default
+        64 MiB, at least 1.
     :param setup_timeout: server: milliseconds a new connection may take to send SETUP.
+    :param max_lifetime_limit: server: the largest max lifetime a client may declare in its
+        SETUP, in milliseconds; a larger one is refused with ERROR[UNSUPPORTED_SETUP] (spec
+        §Connection Establishment). 0: no limit. Default 600,000 (10 minutes).
+    :param max_connections: server: connections (transports) open at once, counted by the
+        server factory from accept to close; past it a new connection is closed at once,
+        before any RSocket state is allocated, and the log says so (see
+        :class:`~rsocket_tx.transports.limits.ConnectionLimit`). Default 10,000, at least 1.
     :param max_concurrent_streams: how many streams the *peer* may have open towards us at once
         (requests it made that have not ended, including requests still arriving in fragments;
         a fire-and-forget holds no stream). A request past it is answered with ERROR[REJECTED]
@@ -135,7 +176,11 @@ class ConnectionConfig:
     fragment_size: int | None = None
     max_frame_size: int = MAX_FRAME_LENGTH
     max_reassembled_size: int = DEFAULT_MAX_REASSEMBLED_SIZE
+    max_setup_frame_size: int = DEFAULT_MAX_SETUP_FRAME_SIZE
+    max_reassembly_buffer_size: int = DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE
     setup_timeout: int = DEFAULT_SETUP_TIMEOUT
+    max_lifetime_limit: int = DEFAULT_MAX_LIFETIME_LIMIT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS
     max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
@@ -163,7 +208,13 @@ class ConnectionConfig:
                          MAX_FRAME_LENGTH, "bytes")
         _check_range("max_frame_size", self.max_frame_size, 64, MAX_FRAME_LENGTH, "bytes")
         _check_range("max_reassembled_size", self.max_reassembled_size, 1, 2**62, "bytes")
+        _check_range("max_setup_frame_size", self.max_setup_frame_size, 64, MAX_FRAME_LENGTH,
+                     "bytes")
+        _check_range("max_reassembly_buffer_size", self.max_reassembly_buffer_size, 1, 2**62,
+                     "bytes")
         _check_range("setup_timeout", self.setup_timeout, 1, 2**31 - 1, "ms")
+        _check_range("max_lifetime_limit", self.max_lifetime_limit, 0, 0x7FFFFFFF, "ms")
+        _check_range("max_connections", self.max_connections, 1, 2**31 - 1, "connections")
         _check_range("max_concurrent_streams", self.max_concurrent_streams, 1, 2**31 - 1,
                      "streams")
         _check_range("max_send_buffer_size", self.max_send_buffer_size, 1, 2**62, "bytes")
@@ -178,6 +229,18 @@ class ConnectionConfig:
         _check_range("reconnect_max_delay", self.reconnect_max_delay,
                      self.reconnect_initial_delay, 2**31 - 1, "ms")
         _check_range("lease_grace", self.lease_grace, 0, 2**31 - 1, "ms")
+
+    @property
+    def setup_frame_limit(self) -> int:
+        """The largest first frame a server accepts, in bytes: ``max_setup_frame_size``, at
+        most ``max_frame_size``."""
+        return min(self.max_setup_frame_size, self.max_frame_size)
+
+    @property
+    def reassembly_budget(self) -> int:
+        """Bytes one connection may hold in reassembly: ``max_reassembly_buffer_size``, at
+        least ``max_reassembled_size``."""
+        return max(self.max_reassembly_buffer_size, self.max_reassembled_size)
 
     @property
     def outbound_frame_limit(self) -> int:

@@ -47,6 +47,7 @@ from ..mux.credit import Credit, CreditUnit
 from ..mux.errors import IdsExhausted
 from ..mux.ids import ParityIds
 from ..mux.outbox import Outbox
+from ..mux.reassembly import ReassemblyBudget
 from ..mux.streams import MuxStream, StreamTable
 from . import errors as E
 from .config import SUPPORTED_VERSIONS, ConnectionConfig, check_drain_timeout
@@ -134,6 +135,32 @@ def _split(buf: bytes, offset: int, tf: int) -> tuple[bytes, bytes | None] | Non
     return buf[end:], buf[start:end]
 
 
+def _invalid_setup(f: SetupFrame) -> str | None:
+    """Why a decoded SETUP is invalid (RSocket 1.0 Protocol §SETUP Frame), or None.
+
+    The decoder already refused keepalive interval and max lifetime 0, reserved bits and
+    lengths past the frame. Checked here: stream id 0; a version this server speaks; a resume
+    token that is not empty when the R flag is set; MIME types of printable US-ASCII, not
+    null-terminated (the spec: "SHOULD be a US-ASCII string", "MUST NOT be null terminated";
+    their meaning is the application's).
+    """
+    if f.stream_id != 0:
+        return "SETUP must use stream id 0"
+    if (f.major_version, f.minor_version) not in SUPPORTED_VERSIONS:
+        return (f"unsupported version {f.major_version}.{f.minor_version}; "
+                "this server speaks 1.0")
+    if f.resume_token is not None and not f.resume_token:
+        return "SETUP has the R flag with an empty resume identification token"
+    for name, mime in (("metadata", f.metadata_mime_type), ("data", f.data_mime_type)):
+        if mime.translate(None, _PRINTABLE_ASCII):
+            return (f"the {name} encoding MIME type {mime[:64]!r} is not printable US-ASCII"
+                    " (or is null-terminated)")
+    return None
+
+
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+
+
 class Role:
     CLIENT = "client"
     SERVER = "server"
@@ -211,10 +238,16 @@ class RSocketConnection:
         self.role = role
         self.config = config = config or ConnectionConfig()
         self.is_client = role == Role.CLIENT
-        self._reader = FrameReader(config.max_frame_size) if config.length_prefixed else None
+        # a server's first frame (SETUP or RESUME) is bounded by max_setup_frame_size
+        self._reader = FrameReader(
+            config.max_frame_size,
+            None if role == Role.CLIENT else config.setup_frame_limit,
+        ) if config.length_prefixed else None
         self._max_frame_size = config.max_frame_size
         self._limit = config.outbound_frame_limit
         self._out = Outbox()
+        # bytes held by unfinished reassemblies across all streams (max_reassembly_buffer_size)
+        self._reassembly_budget = ReassemblyBudget(config.reassembly_budget)
         self._prefixed = config.length_prefixed
         # RSocket 1.0 §Stream Identifiers: client ids odd from 1, server ids even from 2,
         # never reused
@@ -238,6 +271,9 @@ class RSocketConnection:
         self._drain_timeout = 0
         self._drain_deadline: float | None = None
         self._pending: list[Event] = []  # events of a close completed outside receive/tick
+        #: an oversize length prefix that followed complete frames in one read: the
+        #: connection fails once the caller has handled their events (:meth:`pending_events`)
+        self.read_failure: E.FrameTooLargeError | None = None
         # resumption (None/0 unless the SETUP carried a resume token)
         self.resume_buffer: ResumeBuffer | None = None
         self._received = 0  # implied position of the stream frames received
@@ -247,22 +283,25 @@ class RSocketConnection:
         # and what we granted the peer
         self._lease: RequesterLease | None = None
         self._granted: ResponderLease | None = None
+        # the frame-type table holds functions, not methods bound to this connection: no
+        # reference cycle, so a closed connection is freed by reference counting alone
+        cls = type(self)
         self._dispatch = {
-            FrameType.SETUP: self._on_setup,
-            FrameType.LEASE: self._on_lease,
-            FrameType.KEEPALIVE: self._on_keepalive,
-            FrameType.REQUEST_RESPONSE: self._on_request,
-            FrameType.REQUEST_FNF: self._on_request,
-            FrameType.REQUEST_STREAM: self._on_request,
-            FrameType.REQUEST_CHANNEL: self._on_request,
-            FrameType.REQUEST_N: self._on_request_n,
-            FrameType.CANCEL: self._on_cancel,
-            FrameType.PAYLOAD: self._on_payload,
-            FrameType.ERROR: self._on_error,
-            FrameType.METADATA_PUSH: self._on_metadata_push,
-            FrameType.RESUME: self._on_resume,
-            FrameType.RESUME_OK: self._on_resume_ok,
-            FrameType.EXT: self._on_ext,
+            FrameType.SETUP: cls._on_setup,
+            FrameType.LEASE: cls._on_lease,
+            FrameType.KEEPALIVE: cls._on_keepalive,
+            FrameType.REQUEST_RESPONSE: cls._on_request,
+            FrameType.REQUEST_FNF: cls._on_request,
+            FrameType.REQUEST_STREAM: cls._on_request,
+            FrameType.REQUEST_CHANNEL: cls._on_request,
+            FrameType.REQUEST_N: cls._on_request_n,
+            FrameType.CANCEL: cls._on_cancel,
+            FrameType.PAYLOAD: cls._on_payload,
+            FrameType.ERROR: cls._on_error,
+            FrameType.METADATA_PUSH: cls._on_metadata_push,
+            FrameType.RESUME: cls._on_resume,
+            FrameType.RESUME_OK: cls._on_resume_ok,
+            FrameType.EXT: cls._on_ext,
         }
         if self.is_client:
             if setup is None:
@@ -319,6 +358,19 @@ class RSocketConnection:
     def is_closing(self) -> bool:
         """True while a graceful close waits for open streams (see :meth:`begin_close`)."""
         return self._closing and self.state != _CLOSED
+
+    @property
+    def inbound_buffered(self) -> int:
+        """Bytes received and held for a frame not yet complete (byte-stream transports;
+        bounded by ``max_setup_frame_size`` before SETUP, ``max_frame_size`` after it)."""
+        reader = self._reader
+        return 0 if reader is None else reader.buffered
+
+    @property
+    def reassembly_held(self) -> int:
+        """Bytes held by unfinished reassemblies across all streams (bounded by
+        ``max_reassembly_buffer_size``)."""
+        return self._reassembly_budget.held
 
     @property
     def stream_count(self) -> int:
@@ -451,6 +503,13 @@ class RSocketConnection:
 
         A malformed frame or a frame over ``max_frame_size`` is answered with
         ERROR[CONNECTION_ERROR] and a :class:`ConnectionClosed` event; never an exception.
+        Before SETUP (server) a first frame that is no valid SETUP or RESUME, or one over
+        ``max_setup_frame_size``, is answered with ERROR[INVALID_SETUP] (spec §Connection
+        Establishment). When complete frames came before an oversize length prefix in
+        ``data``, their events are returned and the failure waits in
+        :attr:`read_failure` until the caller has handled them: :meth:`pending_events`
+        returns it (so does the next ``receive_data`` or ``tick``). The outcome does not
+        depend on how TCP cut the bytes.
 
         :raises LocalProtocolError: the connection is configured for a message transport
             (``config.length_prefixed`` false: use :meth:`receive_frame`).
@@ -458,14 +517,21 @@ class RSocketConnection:
         state = self.state
         if state == _CLOSED or state == _DETACHED:
             return []  # (detached: bytes of a transport already given up)
+        if self.read_failure is not None:
+            return self.pending_events()  # (the bytes after an oversize prefix: moot)
         reader = self._reader
         if reader is None:
             raise E.LocalProtocolError("receive_data needs a length-prefixed transport "
                                        "(config.length_prefixed); use receive_frame")
+        too_large = None
         try:
             frames = reader.feed(data)
-        except E.ProtocolError as exc:
-            return self._fail_connection(exc)
+        except E.FrameTooLargeError as exc:
+            # the complete frames before the oversize prefix count as if they came alone
+            frames = exc.frames
+            # (kept as a value: its traceback would hold this frame, and so this connection,
+            # in a reference cycle)
+            too_large = exc.with_traceback(None)
         events: list[Event] = []
         if frames:
             self._mark_alive(now)
@@ -517,9 +583,22 @@ class RSocketConnection:
             if self.state == _CLOSED:
                 break
             self._receive_one(buf, events)
+        if too_large is not None and not too_large.frames:
+            events += self._frame_too_large(too_large)
         if self._pending:
             events += self.pending_events()
+        if too_large is not None and too_large.frames and self.state != _CLOSED:
+            # the frames before the oversize prefix count as if they had come alone: their
+            # events first, handled by the caller (who may answer them), then the failure
+            self.read_failure = too_large
         return events
+
+    def _frame_too_large(self, exc: E.FrameTooLargeError) -> list[Event]:
+        """A length prefix past the limit: before SETUP (or RESUME) ERROR[INVALID_SETUP] (spec
+        §Connection Establishment), after it ERROR[CONNECTION_ERROR]; the connection closes."""
+        if self.state == _AWAIT_SETUP:
+            return self._close_with(E.InvalidSetupError(exc.message), True)
+        return self._fail_connection(exc)
 
     def receive_frame(self, frame: bytes, now: float | None = None) -> list[Event]:
         """Feed one whole frame from a message transport (WebSocket); return its events.
@@ -528,6 +607,10 @@ class RSocketConnection:
         """
         if self.state == _CLOSED or self.state == _DETACHED:
             return []
+        if self.state == _AWAIT_SETUP and len(frame) > self.config.setup_frame_limit:
+            return self._frame_too_large(E.FrameTooLargeError(
+                f"first frame length {len(frame)} exceeds the max setup frame size of "
+                f"{self.config.setup_frame_limit} bytes"))
         if len(frame) > self._max_frame_size:
             return self._fail_connection(E.FrameTooLargeError(
                 f"frame length {len(frame)} exceeds the max frame size of "
@@ -557,8 +640,16 @@ class RSocketConnection:
     def pending_events(self) -> list[Event]:
         """Take the events produced outside :meth:`receive_data`, :meth:`receive_frame` and
         :meth:`tick`: during a graceful close, the :class:`ConnectionClosed` that follows when
-        a ``send_*`` call ends the last open stream. Call after such calls (those methods
-        return these events themselves)."""
+        a ``send_*`` call ends the last open stream; after a read whose complete frames were
+        followed by a length prefix past the limit (:attr:`read_failure`), the
+        ERROR[CONNECTION_ERROR] and :class:`ConnectionClosed` of that prefix, once the
+        frames' events have been handled (as if the frames had arrived alone). Call after
+        such calls and reads (``receive_data`` and ``tick`` return these events themselves
+        when called next)."""
+        failure = self.read_failure
+        if failure is not None:
+            self.read_failure = None
+            self._pending += self._frame_too_large(failure)
         pending, self._pending = self._pending, []
         return pending
 
@@ -572,18 +663,31 @@ class RSocketConnection:
     def _receive_one(self, buf: bytes, events: list[Event]) -> None:
         try:
             frame = decode(buf)
-        except E.UnknownFrameTypeError as exc:
+        except E.FrameDecodeError as exc:
+            if self.state == _AWAIT_SETUP:
+                # spec §Connection Establishment: a first frame that is no valid SETUP or
+                # RESUME (a field out of range, a length past the frame, an unknown type) is
+                # answered with ERROR[INVALID_SETUP]
+                events.extend(self._close_with(E.InvalidSetupError(
+                    f"invalid first frame: {exc.message}"), True))
+                return
+            self._decode_failed(buf, exc, events)
+            return
+        self._receive_frame(frame, events)
+
+    def _decode_failed(self, buf: bytes, exc: E.FrameDecodeError, events: list[Event]) -> None:
+        if isinstance(exc, E.UnknownFrameTypeError):
             if exc.ignore:
                 return
             events.extend(self._fail_connection(exc))
             return
-        except E.FrameDecodeError as exc:
-            # spec §Metadata Optional Header: an invalid frame is a CONNECTION_ERROR unless its
-            # IGNORE flag is set.
-            if len(buf) >= 6 and buf[4] & (FLAG_IGNORE >> 8):
-                return
-            events.extend(self._fail_connection(exc))
+        # spec §Metadata Optional Header: an invalid frame is a CONNECTION_ERROR unless its
+        # IGNORE flag is set.
+        if len(buf) >= 6 and buf[4] & (FLAG_IGNORE >> 8):
             return
+        events.extend(self._fail_connection(exc))
+
+    def _receive_frame(self, frame: Frame, events: list[Event]) -> None:
         if self._frame_logger is not None:
             self._frame_logger("recv", frame)
         state = self.state
@@ -600,7 +704,7 @@ class RSocketConnection:
                 return
             if state == _RESUME_PENDING or state == _DETACHED:
                 return
-        self._dispatch[frame.frame_type](frame, events)
+        self._dispatch[frame.frame_type](self, frame, events)
 
     # ---------------------------------------------------------------------------- time
 
@@ -613,6 +717,8 @@ class RSocketConnection:
         self._now = now
         if self.state == _CLOSED:
             return []
+        if self.read_failure is not None:
+            return self.pending_events()
         if self._alive_since_tick:
             self._alive_since_tick = False
             self._last_alive = now
@@ -857,7 +963,7 @@ class RSocketConnection:
             self._drop(stream_id, s)
         else:
             # responder of a channel canceling its inbound half: stop receiving
-            s.reassembly = None
+            self._end_reassembly(s)
             self._half_close_recv(stream_id, s)
 
     def send_request_n(self, stream_id: int, n: int) -> None:
@@ -882,8 +988,17 @@ class RSocketConnection:
         if self._streams.close_recv(s) and self._closing and not self._streams:
             self._drained()
 
+    def _end_reassembly(self, s: _Stream) -> None:
+        """Drop the fragments ``s`` holds, releasing them from the reassembly budget."""
+        r = s.reassembly
+        if r is not None:
+            s.reassembly = None
+            r.discard()
+
     def _drop(self, stream_id: int, s: _Stream) -> None:
         """Forget an ended stream (both halves, whatever their state)."""
+        if s.reassembly is not None:
+            self._end_reassembly(s)
         self._streams.remove(stream_id)
         if self._closing and not self._streams:
             self._drained()
@@ -1005,9 +1120,20 @@ class RSocketConnection:
         if send:
             self._queue(self._error_bytes(0, error.error_code, error.message))
         self.state = _CLOSED
-        self._streams.clear()
+        # the resumable send path is bound to this instance (see _enable_resume): a closed
+        # connection sends nothing more, and dropping it leaves no cycle
+        self.__dict__.pop("_queue", None)
+        self.__dict__.pop("_queue_payload_bearing", None)
+        for stream in self._streams.clear():
+            if stream.reassembly is not None:
+                self._end_reassembly(stream)  # (frees the budget: nothing outlives the close)
         self._drain_deadline = None
         reported = error if report is True else report
+        if reported is not None:
+            # reported, never raised to the caller: a traceback (the error was raised and
+            # caught here) would hold this connection's frames, and so this connection, in
+            # a reference cycle through closed_error
+            reported.__traceback__ = None
         self.closed_error = reported
         return [ConnectionClosed(reported, by_peer)]
 
@@ -1260,14 +1386,18 @@ class RSocketConnection:
     def _on_setup(self, f: SetupFrame, events: list[Event]) -> None:
         if self.is_client or self.state != _AWAIT_SETUP:
             return  # a client ignores SETUP; a server ignores a second one
-        if f.stream_id != 0:
-            events.extend(self._close_with(
-                E.InvalidSetupError("SETUP must use stream id 0"), True))
+        invalid = _invalid_setup(f)
+        if invalid is not None:
+            # spec §Connection Establishment: a SETUP the server does not accept gets
+            # ERROR[INVALID_SETUP] (a field the spec forbids, or a version it does not speak:
+            # §Error Codes, "the client is too recent for the old server")
+            events.extend(self._close_with(E.InvalidSetupError(invalid), True))
             return
-        if (f.major_version, f.minor_version) not in SUPPORTED_VERSIONS:
+        limit = self.config.max_lifetime_limit
+        if limit and f.max_lifetime > limit:
             events.extend(self._close_with(E.UnsupportedSetupError(
-                f"unsupported version {f.major_version}.{f.minor_version}; "
-                "this server speaks 1.0"), True))
+                f"max lifetime {f.max_lifetime} ms is above this server's limit of {limit} ms"
+                " (max_lifetime_limit)"), True))
             return
         if f.resume_token is not None and not self.config.resume:
             events.extend(self._close_with(
@@ -1333,12 +1463,15 @@ class RSocketConnection:
             return
         if follows:
             s = _Stream(sid, kind, False, False, True, None)
-            s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size)
+            s.reassembly = r = Reassembly(kind, n, self.config.max_reassembled_size,
+                                          self._reassembly_budget)
             r.complete = complete
             try:
                 r.add(data, metadata)
             except E.PayloadTooLargeError as exc:
-                self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
+                # past max_reassembled_size ERROR[INVALID]; past the connection's budget
+                # ERROR[REJECTED] (a ReassemblyBudgetError: the request was not processed)
+                self._queue(self._error_bytes(sid, exc.error_code, exc.message))
                 return
             streams.add(s, remote=True)
             return
@@ -1379,7 +1512,7 @@ class RSocketConnection:
                 return
             # spec §Fragmentation: a sender may CANCEL a fragment sequence it started; the
             # fragments received so far are dropped, never delivered
-            s.reassembly = None
+            self._end_reassembly(s)
         if s.requester:
             # the responder of a channel canceled our outbound half
             if s.send_open:
@@ -1403,7 +1536,8 @@ class RSocketConnection:
         if r is not None or (follows and not complete):
             if r is None:
                 s.reassembly = r = Reassembly(FrameType.PAYLOAD, 0,
-                                              self.config.max_reassembled_size)
+                                              self.config.max_reassembled_size,
+                                              self._reassembly_budget)
             try:
                 r.add(data, metadata)
             except E.PayloadTooLargeError as exc:
@@ -1447,13 +1581,21 @@ class RSocketConnection:
 
     def _reassembly_overflow(self, sid: int, s: _Stream, exc: E.PayloadTooLargeError,
                              events: list[Event]) -> None:
-        s.reassembly = None
+        r = s.reassembly
+        request = r is not None and r.frame_type != FrameType.PAYLOAD
         if s.requester:
+            # a requester can only CANCEL the response it no longer wants
             self._queue(_HEADER.pack(sid, FrameType.CANCEL << 10))
-        else:
+        elif not isinstance(exc, E.ReassemblyBudgetError):
             self._queue(self._error_bytes(sid, E.ErrorCode.INVALID, exc.message))
-        self._drop(sid, s)
-        if s.requester or s.kind == CHANNEL:
+        else:
+            # past the connection's budget: a request still arriving was not processed
+            # (REJECTED, the requester may retry); the inbound half of a channel we serve
+            # was (CANCELED)
+            code = E.ErrorCode.REJECTED if request else E.ErrorCode.CANCELED
+            self._queue(self._error_bytes(sid, code, exc.message))
+        self._drop(sid, s)  # (releases what the stream held)
+        if s.requester or (s.kind == CHANNEL and not request):
             events.append(StreamErrored(sid, exc))
 
     def _on_error(self, f: ErrorFrame, events: list[Event]) -> None:

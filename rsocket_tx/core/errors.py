@@ -31,6 +31,7 @@ __all__ = [
     "FrameDecodeError",
     "UnknownFrameTypeError",
     "FrameTooLargeError",
+    "ReassemblyBudgetError",
     "PayloadTooLargeError",
     "LocalProtocolError",
     "StreamIdsExhaustedError",
@@ -193,7 +194,18 @@ class UnknownFrameTypeError(FrameDecodeError):
 
 
 class FrameTooLargeError(ProtocolError):
-    """A frame's length prefix exceeds the configured max inbound frame size (bytes)."""
+    """A frame's length prefix exceeds the configured max inbound frame size (bytes).
+
+    :param message: the reason.
+    :param frames: the complete frames (without length prefixes) that came before the
+        oversize prefix in the bytes fed to
+        :meth:`~rsocket_tx.core.framing.FrameReader.feed`, to be handled as if they had
+        arrived alone.
+    """
+
+    def __init__(self, message: str = "", frames: list[bytes] | None = None) -> None:
+        super().__init__(message)
+        self.frames: list[bytes] = [] if frames is None else frames
 
 
 class PayloadTooLargeError(RSocketError):
@@ -203,6 +215,13 @@ class PayloadTooLargeError(RSocketError):
     """
 
     default_code = ErrorCode.INVALID
+
+
+class ReassemblyBudgetError(PayloadTooLargeError):
+    """The fragments of a stream would pass the bytes one connection may hold in reassembly
+    across all its streams (``max_reassembly_buffer_size``). Ends only that stream."""
+
+    default_code = ErrorCode.REJECTED
 
 
 class LocalProtocolError(Exception):

@@ -12,7 +12,7 @@ from struct import Struct
 
 from ..mux.errors import ReassemblyLimitExceeded
 from ..mux.reassembly import Reassembler, ReassemblyBudget
-from .errors import PayloadTooLargeError
+from .errors import PayloadTooLargeError, ReassemblyBudgetError
 from .frames import FLAG_COMPLETE, FLAG_FOLLOWS, FLAG_METADATA, FLAG_NEXT, FrameType
 from .payload import Payload
 
@@ -88,27 +88,32 @@ def fragment(frame_type: int, stream_id: int, fixed: bytes, data: bytes,
 
 class Reassembly:
     """Collects the fragments of one payload on one stream, bounded by ``limit`` bytes of data
-    and metadata together (``max_reassembled_size``).
+    and metadata together (``max_reassembled_size``) and, with a ``budget``, by the bytes the
+    whole connection holds in reassembly (``max_reassembly_buffer_size``).
 
     The data and the metadata are each a :class:`~rsocket_tx.mux.reassembly.Reassembler`,
-    both counted against one :class:`~rsocket_tx.mux.reassembly.ReassemblyBudget` of
-    ``limit`` bytes.
+    both counted against the connection's :class:`~rsocket_tx.mux.reassembly.ReassemblyBudget`
+    (or, without one, a budget of ``limit`` bytes of their own).
 
     :param frame_type: type of the first fragment (a REQUEST_* type, or PAYLOAD).
     :param initial_request_n: from a first REQUEST_STREAM / REQUEST_CHANNEL fragment, else 0.
     :param limit: the largest payload, in bytes (data + metadata).
+    :param budget: the connection's budget, shared by all its reassemblies; None: none.
     :ivar complete: C flag seen on the first fragment (REQUEST_CHANNEL) or the last.
     """
 
     __slots__ = ("frame_type", "initial_request_n", "complete", "_data", "_meta",
-                 "_has_meta", "limit")
+                 "_has_meta", "limit", "budget")
 
-    def __init__(self, frame_type: FrameType, initial_request_n: int, limit: int) -> None:
+    def __init__(self, frame_type: FrameType, initial_request_n: int, limit: int,
+                 budget: ReassemblyBudget | None = None) -> None:
         self.frame_type = frame_type
         self.initial_request_n = initial_request_n
         self.complete = False
         self.limit = limit
-        budget = ReassemblyBudget(limit)
+        if budget is None:
+            budget = ReassemblyBudget(limit)
+        self.budget = budget
         self._data = Reassembler(limit, budget)
         self._meta = Reassembler(limit, budget)
         self._has_meta = False
@@ -119,20 +124,38 @@ class Reassembly:
         return self._data.size + self._meta.size
 
     def add(self, data: bytes, metadata: bytes | None) -> None:
-        """Append one fragment's data and metadata.
+        """Append one fragment's data and metadata (all of it, or nothing).
 
-        :raises PayloadTooLargeError: the total would exceed the limit.
+        :raises PayloadTooLargeError: the payload would exceed ``limit``.
+        :raises ReassemblyBudgetError: (a PayloadTooLargeError) the connection's reassemblies
+            would exceed the budget.
         """
+        n = len(data) if metadata is None else len(data) + len(metadata)
+        size = self._data.size + self._meta.size + n
+        if size > self.limit:
+            raise PayloadTooLargeError(
+                f"reassembled payload exceeds the limit of {self.limit} bytes")
+        budget = self.budget
+        if n > budget.limit - budget.held:
+            raise ReassemblyBudgetError(
+                f"fragments would hold {budget.held + n} bytes in reassembly on this "
+                f"connection; the limit is {budget.limit} bytes (max_reassembly_buffer_size)")
         try:
             if metadata is not None:
                 self._has_meta = True
                 self._meta.append(metadata)
             self._data.append(data)
-        except ReassemblyLimitExceeded:
+        except ReassemblyLimitExceeded:  # (checked above: not reached)
             raise PayloadTooLargeError(
                 f"reassembled payload exceeds the limit of {self.limit} bytes") from None
 
+    def discard(self) -> None:
+        """Drop what was collected (the stream ended or was refused), releasing it from the
+        budget."""
+        self._data.discard()
+        self._meta.discard()
+
     def payload(self) -> Payload:
-        """The reassembled payload."""
+        """The reassembled payload (its bytes are released from the budget)."""
         meta = self._meta.finish() if self._has_meta else None
         return Payload(self._data.finish(), meta)

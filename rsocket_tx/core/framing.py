@@ -28,22 +28,44 @@ def frame_with_length(frame_bytes: bytes) -> bytes:
     return n.to_bytes(3, "big") + frame_bytes
 
 
+#: Pieces of a frame smaller than this (bytes) are gathered in one bytearray rather than kept
+#: as separate bytes objects: a peer sending a frame a byte at a time must not make us hold
+#: some 40 bytes of object overhead per byte received.
+_SMALL_PIECE = 4096
+
+
 class FrameReader:
     """Incremental splitter of a byte stream into frames.
 
+    The bytes held for an incomplete frame are bounded by the limit its length prefix was
+    checked against, plus less than 13% (a bytearray's slack): pieces smaller than 4 KiB are
+    gathered into one bytearray, so a frame arriving a byte at a time costs no per-piece
+    object overhead.
+
     :param max_frame_size: the largest inbound frame accepted, in bytes, excluding the length
         prefix; at most (and by default) 16,777,215.
-    :raises ValueError: ``max_frame_size`` is outside [6, 16,777,215].
+    :param first_frame_size: the largest *first* frame accepted, in bytes (a server's limit on
+        SETUP and RESUME, spec §Connection Establishment; at most ``max_frame_size``); None:
+        ``max_frame_size``. Frames after the first are checked against ``max_frame_size``.
+    :raises ValueError: ``max_frame_size`` or ``first_frame_size`` is outside
+        [6, 16,777,215].
     """
 
-    __slots__ = ("_parts", "_have", "_need", "max_frame_size")
+    __slots__ = ("_parts", "_have", "_need", "max_frame_size", "first_frame_size")
 
-    def __init__(self, max_frame_size: int = MAX_FRAME_LENGTH) -> None:
-        if not 6 <= max_frame_size <= MAX_FRAME_LENGTH:
-            raise ValueError(
-                f"max_frame_size must be in [6, {MAX_FRAME_LENGTH}] bytes, got {max_frame_size!r}")
+    def __init__(self, max_frame_size: int = MAX_FRAME_LENGTH,
+                 first_frame_size: int | None = None) -> None:
+        for name, value in (("max_frame_size", max_frame_size),
+                            ("first_frame_size", first_frame_size)):
+            if value is not None and not 6 <= value <= MAX_FRAME_LENGTH:
+                raise ValueError(
+                    f"{name} must be in [6, {MAX_FRAME_LENGTH}] bytes, got {value!r}")
         self.max_frame_size = max_frame_size
-        self._parts: list[bytes] = []  # received bytes not yet returned as frames
+        #: the limit of the first length prefix (at most ``max_frame_size``), until that
+        #: prefix has been checked; then None
+        self.first_frame_size = (None if first_frame_size is None
+                                 else min(first_frame_size, max_frame_size))
+        self._parts: list[bytes | bytearray] = []  # received bytes not yet returned as frames
         self._have = 0  # total length of _parts
         self._need = 0  # bytes needed to complete the frame at the head of _parts (0: unknown)
 
@@ -61,16 +83,27 @@ class FrameReader:
         :param data: bytes from the transport, cut anywhere.
         :returns: complete frames, in order (possibly none).
         :raises FrameTooLargeError: a length prefix announces a frame larger than
-            ``max_frame_size``; raised as soon as the 3 prefix bytes are seen.
+            ``max_frame_size`` (the first one: ``first_frame_size``); raised as soon as the 3
+            prefix bytes are seen, nothing of the frame's body buffered. Its ``frames`` are the
+            complete frames that came before the prefix, in order; the reader is empty
+            afterwards.
         """
         frames = []
-        if self._parts:
-            self._have += len(data)
-            self._parts.append(data)
+        parts = self._parts
+        if parts:
+            n = len(data)
+            self._have += n
+            if n < _SMALL_PIECE:
+                last = parts[-1]
+                if last.__class__ is bytearray:
+                    last += data
+                else:
+                    parts.append(bytearray(data))
+            else:
+                parts.append(data)
             need = self._need
             if self._have < need:
                 return []
-            parts = self._parts
             self._parts = []
             if need:
                 # the head frame's length is known: join its pieces once, leaving out the
@@ -79,7 +112,7 @@ class FrameReader:
                 last = parts[-1]
                 if extra:
                     parts[-1] = last[:len(last) - extra]
-                    buf = last[len(last) - extra:]
+                    buf = bytes(last[len(last) - extra:])
                 else:
                     buf = b""
                 parts[0] = parts[0][3:]
@@ -92,13 +125,21 @@ class FrameReader:
         end = len(buf)
         pos = 0
         limit = self.max_frame_size
+        first = self.first_frame_size
+        if first is not None and end >= 3:
+            # the first length prefix is complete (at the head of buf: nothing came before)
+            self.first_frame_size = None
+            n = (buf[0] << 16) | (buf[1] << 8) | buf[2]
+            if n > first:
+                self._reset()
+                raise FrameTooLargeError(
+                    f"first frame length {n} exceeds the max setup frame size of {first} bytes")
         while end - pos >= 3:
             n = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
             if n > limit:
-                self._parts = []
-                self._have = self._need = 0
+                self._reset()
                 raise FrameTooLargeError(
-                    f"frame length {n} exceeds the max frame size of {limit} bytes")
+                    f"frame length {n} exceeds the max frame size of {limit} bytes", frames)
             stop = pos + 3 + n
             if stop > end:
                 self._need = stop - pos
@@ -109,8 +150,12 @@ class FrameReader:
             self._need = 0
         if pos < end:
             rest = buf[pos:] if pos else buf
-            self._parts = [rest]
-            self._have = len(rest)
+            self._parts = [rest if end - pos >= _SMALL_PIECE else bytearray(rest)]
+            self._have = end - pos
         else:
             self._have = 0
         return frames
+
+    def _reset(self) -> None:
+        self._parts = []
+        self._have = self._need = 0

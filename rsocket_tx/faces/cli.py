@@ -89,6 +89,8 @@ __all__ = [
     "EXIT_TIMEOUT",
     "EXIT_INTERRUPTED",
     "Streams",
+    "exit_status_for",
+    "format_data",
     "parse_timeout",
     "await_command",
 ]
@@ -326,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
     from ..jini.cli import add_parser as add_jini_parser  # (rsocket_tx.jini.cli imports this)
 
     parser.command_parsers["jini"] = add_jini_parser(commands)
+    from ..rsnet.cli import add_parser as add_rsnet_parser  # (rsocket_tx.rsnet.cli imports this)
+
+    parser.command_parsers["rsnet"] = add_rsnet_parser(commands)
+    from ..reactivesocket.cli import add_parser as add_rs2015_parser  # (it imports this)
+
+    parser.command_parsers["rs2015"] = add_rs2015_parser(commands)
     return parser
 
 
@@ -355,6 +363,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             from ..jini.cli import validate as validate_jini
 
             validate_jini(args)
+        elif args.command == "rsnet":
+            from ..rsnet.cli import validate as validate_rsnet
+
+            validate_rsnet(args)
+        elif args.command == "rs2015":
+            from ..reactivesocket.cli import validate as validate_rs2015
+
+            validate_rs2015(args)
         else:
             _validate_client(args)
     except SettingsError as e:
@@ -624,6 +640,25 @@ def format_payload(payload: Payload, output: str) -> bytes:
     return bytes(payload.data) + b"\n"
 
 
+def format_data(data: bytes, output: str) -> bytes:
+    """Render one received message (a response, an element) of a protocol without metadata
+    for standard output (``rsocket-tx jini``, ``rsocket-tx rsnet``).
+
+    :param data: the bytes received.
+    :param output: ``"text"``: ``data`` then ``b"\\n"``; ``"raw"``: ``data`` alone;
+        ``"json"``: one line, ``{"data": str}``, or ``{"data_base64": str}`` (standard base64)
+        when ``data`` is not valid UTF-8.
+    :returns: the bytes to write.
+    """
+    if output == "raw":
+        return data
+    if output == "json":
+        obj: dict = {}
+        _json_value(obj, "data", data)
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+    return data + b"\n"
+
+
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -796,6 +831,15 @@ async def _execute(
         from ..jini.cli import execute as execute_jini
 
         return await execute_jini(reactor, args, streams.stdin, streams.stdout, streams.stderr)
+    if args.command == "rsnet":
+        from ..rsnet.cli import execute as execute_rsnet
+
+        return await execute_rsnet(reactor, args, streams.stdin, streams.stdout, streams.stderr)
+    if args.command == "rs2015":
+        from ..reactivesocket.cli import execute as execute_rs2015
+
+        return await execute_rs2015(reactor, args, streams.stdin, streams.stdout,
+                                    streams.stderr)
 
     def failed(error: BaseException) -> int:
         if interrupted():
@@ -864,6 +908,47 @@ def _exit_status_for(error: BaseException, streams: Streams) -> int:
         return EXIT_CONNECTION
     if isinstance(error, BrokenPipeError):
         return EXIT_OK  # the reader of our output went away (| head): stop quietly
+    if isinstance(error, CancelledError):
+        streams.error("cancelled")
+        return EXIT_INTERRUPTED
+    raise error
+
+
+def exit_status_for(error: BaseException, endpoint: str, streams: Streams,
+                    protocol_status: Callable[[BaseException], int | None] | None = None,
+                    ) -> int:
+    """Report a protocol command's ``error`` on stderr and return its exit status (the
+    commands of :mod:`rsocket_tx.jini.cli`, :mod:`rsocket_tx.rsnet.cli` and
+    :mod:`rsocket_tx.reactivesocket.cli`).
+
+    A broken pipe (the reader of our output went away: ``| head``) is :data:`EXIT_OK`, quietly;
+    a TLS failure :data:`EXIT_CONNECTION`; then ``protocol_status(error)`` decides, if it
+    returns a status (having reported the error); then a failure to connect to ``endpoint``
+    and a lost connection are :data:`EXIT_CONNECTION`, a cancel :data:`EXIT_INTERRUPTED`.
+
+    :param error: what the command's work failed with.
+    :param endpoint: the endpoint as the user typed it (for "cannot connect to ...").
+    :param streams: the command's :class:`Streams`.
+    :param protocol_status: the protocol's own errors: a status, or None for the rest.
+    :returns: the exit status.
+    :raises BaseException: ``error`` itself when it is none of these (a bug).
+    """
+    if isinstance(error, BrokenPipeError):
+        return EXIT_OK
+    if isinstance(error, TLSError):
+        streams.error(str(error))
+        return EXIT_CONNECTION
+    if protocol_status is not None:
+        status = protocol_status(error)
+        if status is not None:
+            return status
+    if isinstance(error, (internet_error.ConnectError, internet_error.DNSLookupError)):
+        streams.error(f"cannot connect to {endpoint}: {error}")
+        return EXIT_CONNECTION
+    if isinstance(error, (internet_error.ConnectionDone, internet_error.ConnectionLost,
+                          OSError)):
+        streams.error(f"connection lost: {error}")
+        return EXIT_CONNECTION
     if isinstance(error, CancelledError):
         streams.error("cancelled")
         return EXIT_INTERRUPTED

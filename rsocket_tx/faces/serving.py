@@ -4,7 +4,8 @@
 Nothing here knows a protocol: a face passes in its endpoint parser, its factory and the names
 it logs under.
 
-* option checks: :class:`SettingsError`, :func:`parse_int_option`, :func:`parse_listen`,
+* option checks: :class:`SettingsError`, :func:`parse_int_option`, :class:`ConfigOption`
+  (with :func:`parse_config_options`, :func:`option_message`), :func:`parse_listen`,
   :func:`check_listen`, :func:`import_named`, :func:`load_class`, :func:`named_class`;
 * :class:`ListenOptions` -- a twistd :class:`~twisted.python.usage.Options` base with a
   repeatable ``--listen``/``-l``;
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService, Service
@@ -37,6 +39,9 @@ from zope.interface import implementer
 __all__ = [
     "SettingsError",
     "parse_int_option",
+    "ConfigOption",
+    "parse_config_options",
+    "option_message",
     "check_listen",
     "parse_listen",
     "import_named",
@@ -91,6 +96,62 @@ def parse_int_option(
     if maximum is not None and number > maximum:
         raise SettingsError(f"--{name}: must be at most {maximum} {unit}, got {number}")
     return number
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One setting of a protocol's connection config (e.g.
+    :class:`~rsocket_tx.jini.config.JiniMuxConfig`,
+    :class:`~rsocket_tx.rsnet.config.RSNetConfig`) as a command-line option of its faces.
+
+    :ivar name: the long option name, without ``--``; the setting is ``name`` with ``_`` for
+        ``-``.
+    :ivar metavar: the value's placeholder (its unit).
+    :ivar help: the help text (says the unit and the default).
+    :ivar unit: the unit, for error messages.
+    :ivar server: the option applies to the server faces (twistd, ``rsocket-tx serve``).
+    :ivar client: the option applies to the client face (the ``rsocket-tx`` command).
+    """
+
+    name: str
+    metavar: str
+    help: str
+    unit: str
+    server: bool = True
+    client: bool = True
+
+    @property
+    def attr(self) -> str:
+        """The config's field."""
+        return self.name.replace("-", "_")
+
+
+def parse_config_options(options: Iterable[ConfigOption], values) -> dict:
+    """Validate integer :class:`ConfigOption` values as typed on a command line.
+
+    :param options: the options.
+    :param values: a mapping of option values by :attr:`ConfigOption.attr` (ints or decimal
+        strings, ``_`` separators allowed); ``None`` or absent = the default.
+    :returns: ``{attr: int}`` for the options given (each >= 0), for the config's constructor.
+    :raises SettingsError: naming the first invalid option and what it accepts.
+    """
+    kwargs = {}
+    for option in options:
+        number = parse_int_option(option.name, values.get(option.attr), minimum=0,
+                                  unit=option.unit)
+        if number is not None:
+            kwargs[option.attr] = number
+    return kwargs
+
+
+def option_message(options: Iterable[ConfigOption], message: str) -> str:
+    """A config's error (``"hello_timeout must be ..."``, a :class:`ValueError`'s message)
+    worded for the command line (``"--hello-timeout: must be ..."``); other messages as
+    they are."""
+    for option in options:
+        if message.startswith(option.attr + " "):
+            return f"--{option.name}: {message[len(option.attr) + 1:]}"
+    return message
 
 
 class _NoReactor:

@@ -37,9 +37,13 @@ from ..core.config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_LEASE_GRACE,
     DEFAULT_MAX_CONCURRENT_STREAMS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_LIFETIME_LIMIT,
+    DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE,
     DEFAULT_MAX_RESUME_BUFFER_SIZE,
     DEFAULT_MAX_RESUME_SESSIONS,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
+    DEFAULT_MAX_SETUP_FRAME_SIZE,
     DEFAULT_RESUME_SESSION_TIMEOUT,
     ConnectionConfig,
 )
@@ -112,7 +116,15 @@ class ServerSettings:
     :ivar min_keepalive_interval: the smallest keepalive interval a client may ask for in SETUP,
         in milliseconds (0: no limit); a smaller one is refused with ERROR[UNSUPPORTED_SETUP].
     :ivar max_lifetime_limit: the largest max lifetime a client may ask for in SETUP, in
-        milliseconds (0: no limit); a larger one is refused with ERROR[UNSUPPORTED_SETUP].
+        milliseconds (0: no limit; default 600,000); a larger one is refused with
+        ERROR[UNSUPPORTED_SETUP].
+    :ivar max_setup_frame_size: the largest first frame (SETUP or RESUME) accepted, in bytes
+        (64 .. 16 777 215; default 131,072); a larger length prefix is refused with
+        ERROR[INVALID_SETUP] before its body is read.
+    :ivar max_reassembly_buffer_size: bytes one connection may hold in unfinished
+        reassemblies across all its streams (>= 1; default 64 MiB).
+    :ivar max_connections: connections open at once (>= 1; default 10,000); past it new
+        connections are closed at once.
     :ivar max_concurrent_streams: streams one client may have open towards the server at once
         (>= 1); a request past it is answered with ERROR[REJECTED].
     :ivar max_send_buffer_size: bytes queued for a client that does not read before its
@@ -147,7 +159,10 @@ class ServerSettings:
     max_reassembled_size: int = 67_108_864
     setup_timeout: int = 30_000
     min_keepalive_interval: int = 0
-    max_lifetime_limit: int = 0
+    max_lifetime_limit: int = DEFAULT_MAX_LIFETIME_LIMIT
+    max_setup_frame_size: int = DEFAULT_MAX_SETUP_FRAME_SIZE
+    max_reassembly_buffer_size: int = DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS
     max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
@@ -306,7 +321,30 @@ SERVER_OPTIONS: tuple[ServerOption, ...] = (
         "max_lifetime_limit",
         "MS",
         "refuse clients whose SETUP asks for a max lifetime above MS milliseconds"
-        " (ERROR[UNSUPPORTED_SETUP]; default 0: no limit)",
+        f" (ERROR[UNSUPPORTED_SETUP]; 0: no limit; default {DEFAULT_MAX_LIFETIME_LIMIT})",
+    ),
+    ServerOption(
+        "max-setup-frame-size",
+        "max_setup_frame_size",
+        "BYTES",
+        "largest first frame (SETUP or RESUME) accepted; a larger one is refused with"
+        " ERROR[INVALID_SETUP] before it is read"
+        f" ({MIN_FRAME_SIZE}..{MAX_FRAME_SIZE}; default {DEFAULT_MAX_SETUP_FRAME_SIZE})",
+    ),
+    ServerOption(
+        "max-reassembly-buffer-size",
+        "max_reassembly_buffer_size",
+        "BYTES",
+        "bytes one connection may hold in unfinished fragmented payloads across all its"
+        " streams; a stream past it is refused (ERROR[REJECTED] or ERROR[CANCELED]), the"
+        f" connection stays up (default {DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE})",
+    ),
+    ServerOption(
+        "max-connections",
+        "max_connections",
+        "N",
+        "connections open at once; past it new connections are closed at once and the log"
+        f" says so (default {DEFAULT_MAX_CONNECTIONS})",
     ),
     ServerOption(
         "max-concurrent-streams",
@@ -545,7 +583,10 @@ _SERVER_INT_OPTIONS = (
     ("max_reassembled_size", 1, None, "bytes"),
     ("setup_timeout", 1, None, "milliseconds"),
     ("min_keepalive_interval", 0, None, "milliseconds"),
-    ("max_lifetime_limit", 0, None, "milliseconds"),
+    ("max_lifetime_limit", 0, 2**31 - 1, "milliseconds"),
+    ("max_setup_frame_size", MIN_FRAME_SIZE, MAX_FRAME_SIZE, "bytes"),
+    ("max_reassembly_buffer_size", 1, None, "bytes"),
+    ("max_connections", 1, 2**31 - 1, "connections"),
     ("max_concurrent_streams", 1, 2**31 - 1, "streams"),
     ("max_send_buffer_size", 1, None, "bytes"),
     ("drain_timeout", 0, 2**31 - 1, "milliseconds"),
@@ -603,6 +644,9 @@ def parse_server_settings(
     setup_timeout=None,
     min_keepalive_interval=None,
     max_lifetime_limit=None,
+    max_setup_frame_size=None,
+    max_reassembly_buffer_size=None,
+    max_connections=None,
     max_concurrent_streams=None,
     max_send_buffer_size=None,
     drain_timeout=None,
@@ -631,7 +675,10 @@ def parse_server_settings(
     :param max_reassembled_size: bytes, >= 1.
     :param setup_timeout: milliseconds, >= 1.
     :param min_keepalive_interval: milliseconds, >= 0 (0: no limit).
-    :param max_lifetime_limit: milliseconds, >= 0 (0: no limit).
+    :param max_lifetime_limit: milliseconds, 0 .. 2^31-1 (0: no limit; default 600,000).
+    :param max_setup_frame_size: bytes, 64 .. 16 777 215.
+    :param max_reassembly_buffer_size: bytes, >= 1.
+    :param max_connections: connections, 1 .. 2^31-1.
     :param max_concurrent_streams: streams, 1 .. 2^31-1.
     :param max_send_buffer_size: bytes, >= 1.
     :param drain_timeout: milliseconds, 0 .. 2^31-1 (0: close at once).
@@ -789,24 +836,20 @@ class RSocketServerService(ServerService):
 
 
 def _keepalive_limited(cls: type, settings: ServerSettings) -> type:
-    """Subclass ``cls`` so that its ``accept_setup`` refuses keepalive settings outside the
-    server's limits (``UnsupportedSetupError``) before running the class's own check."""
+    """Subclass ``cls`` so that its ``accept_setup`` refuses a keepalive interval below the
+    server's minimum (``UnsupportedSetupError``) before running the class's own check. (The
+    max lifetime limit is a connection setting, ``max_lifetime_limit``, enforced by the
+    RSocket core for every server.)"""
     min_interval = settings.min_keepalive_interval
-    max_lifetime = settings.max_lifetime_limit
-    if not min_interval and not max_lifetime:
+    if not min_interval:
         return cls
 
     def accept_setup(self, setup):
         interval = setup.keepalive_interval
-        lifetime = setup.max_lifetime
-        if min_interval and interval < min_interval:
+        if interval < min_interval:
             raise UnsupportedSetupError(
                 f"keepalive interval {interval} ms is below this server's minimum of"
                 f" {min_interval} ms"
-            )
-        if max_lifetime and lifetime > max_lifetime:
-            raise UnsupportedSetupError(
-                f"max lifetime {lifetime} ms is above this server's limit of {max_lifetime} ms"
             )
         return cls.accept_setup(self, setup)
 

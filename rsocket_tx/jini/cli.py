@@ -27,26 +27,23 @@ The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.cli`), which calls
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 
-from twisted.internet import error as internet_error
-from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore
+from twisted.internet.defer import Deferred, DeferredSemaphore
 
 from ..faces.cli import (
     EXIT_CONNECTION,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_USAGE,
     Streams,
     UsageError,
     await_command,
+    exit_status_for,
+    format_data,
     parse_timeout,
 )
 from ..faces.serving import SettingsError, parse_int_option
-from ..transports.tls import TLSError
 from .errors import (
     ConnectionShutdownError,
     ConnectionTerminatedError,
@@ -175,24 +172,8 @@ def _validate(args: argparse.Namespace) -> None:
 # -- output ----------------------------------------------------------------------------------
 
 
-def format_response(data: bytes, output: str) -> bytes:
-    """Render one response for standard output.
-
-    :param data: the response bytes.
-    :param output: ``"text"``: ``data`` then ``b"\\n"``; ``"raw"``: ``data`` alone;
-        ``"json"``: one line, ``{"data": str}``, or ``{"data_base64": str}`` (standard base64)
-        when ``data`` is not valid UTF-8.
-    :returns: the bytes to write.
-    """
-    if output == "raw":
-        return data
-    if output == "json":
-        try:
-            obj = {"data": data.decode("utf-8")}
-        except UnicodeDecodeError:
-            obj = {"data_base64": base64.b64encode(data).decode("ascii")}
-        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
-    return data + b"\n"
+#: Render one response for standard output (:func:`rsocket_tx.faces.cli.format_data`).
+format_response = format_data
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -273,8 +254,10 @@ async def _pings(client, args: argparse.Namespace, out: Streams) -> int:
 
 def _exit_status_for(error: BaseException, endpoint: str, out: Streams) -> int:
     """Report ``error`` on stderr and return the exit status; re-raise what is unexpected."""
-    if isinstance(error, BrokenPipeError):
-        return EXIT_OK  # the reader of our output went away (| head): stop quietly
+    return exit_status_for(error, endpoint, out, lambda e: _jini_status(e, out))
+
+
+def _jini_status(error: BaseException, out: Streams) -> int | None:
     if isinstance(error, SessionAbortedError):
         retry = "it may have been partially processed" if error.partial else \
             "it was not processed, a retry is safe"
@@ -284,23 +267,10 @@ def _exit_status_for(error: BaseException, endpoint: str, out: Streams) -> int:
     if isinstance(error, ConnectionShutdownError):
         out.error(f"the server shut the connection down: {error.reason or error}")
         return EXIT_CONNECTION
-    if isinstance(error, TLSError):
-        out.error(str(error))
-        return EXIT_CONNECTION
-    if isinstance(error, (internet_error.ConnectError, internet_error.DNSLookupError)):
-        out.error(f"cannot connect to {endpoint}: {error}")
-        return EXIT_CONNECTION
     if isinstance(error, ConnectionTerminatedError):
         out.error(f"connection ended: {error.reason or error}")
-        return EXIT_CONNECTION
-    if isinstance(error, (internet_error.ConnectionDone, internet_error.ConnectionLost,
-                          OSError)):
-        out.error(f"connection lost: {error}")
         return EXIT_CONNECTION
     if isinstance(error, JiniMuxError):
         out.error(f"error: {error}")
         return EXIT_CONNECTION
-    if isinstance(error, CancelledError):
-        out.error("cancelled")
-        return EXIT_INTERRUPTED
-    raise error
+    return None

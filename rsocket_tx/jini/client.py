@@ -26,6 +26,7 @@ from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from ..bridge import failure_for
 from ..transports.endpoints import client_endpoint
 from .config import JiniMuxConfig
 from .connection import Role, SessionState
@@ -308,7 +309,7 @@ class JiniMuxClient:
         error = ConnectionTerminatedError("the client is closed", by_peer=False)
         waiters, self._waiters = self._waiters, deque()
         for d in waiters:
-            d.errback(Failure(error))
+            d.errback(failure_for(error))
         closing = [protocol.close() for protocol in list(self.protocols) + self._handshaking]
         for attempt in list(self._connecting):
             attempt.cancel()

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from struct import Struct
 from typing import ClassVar
 
+from ..mux.sniff import Sniff
 from .errors import MessageDecodeError
 
 __all__ = [
@@ -85,6 +86,8 @@ __all__ = [
     "decode_connection_header",
     "split_increment",
     "MessageDecoder",
+    "WEBSOCKET_SUBPROTOCOL",
+    "sniff",
 ]
 
 #: The magic number that starts both connection headers (ASCII "Jmux").
@@ -621,3 +624,30 @@ def _check_u16(name: str, value: int) -> None:
 def _check_session(session_id: int) -> None:
     if not 0 <= session_id <= MAX_SESSION_ID:
         raise ValueError(f"sessionID must be in [0, {MAX_SESSION_ID}], got {session_id!r}")
+
+
+# the one-port server (rsocket_tx.mux.sniff)
+
+#: The WebSocket subprotocol name of the Jini ERI mux: the connection's byte stream travels in
+#: binary WebSocket messages whose boundaries mean nothing (the mux needs a byte stream).
+WEBSOCKET_SUBPROTOCOL = "jini-mux"
+
+
+def sniff(prefix: bytes) -> Sniff:
+    """Could ``prefix`` begin a Jini ERI mux connection (:mod:`rsocket_tx.mux.sniff`)?
+
+    Jini ERI Multiplexing Protocol §ClientConnectionHeader Message: the client's first bytes are
+    the magic number "Jmux" (4A 6D 75 78), then version, initialRation and a reserved byte. The
+    magic alone decides: a header with another version or a non-zero reserved byte is still
+    this protocol, and its connection answers it with Error after the ServerConnectionHeader,
+    as the section says a server should.
+
+    :param prefix: the first bytes the client sent (any length, possibly empty).
+    :returns: :attr:`~rsocket_tx.mux.sniff.Sniff.MATCH` once the 4 magic bytes are in,
+        :attr:`~rsocket_tx.mux.sniff.Sniff.NO_MATCH` at the first byte that differs from them,
+        else :attr:`~rsocket_tx.mux.sniff.Sniff.NEED_MORE`. Never raises.
+    """
+    head = prefix[:len(MAGIC)]
+    if head != MAGIC[:len(head)]:
+        return Sniff.NO_MATCH
+    return Sniff.MATCH if len(head) == len(MAGIC) else Sniff.NEED_MORE

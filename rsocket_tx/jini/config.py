@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_PING_TIMEOUT",
     "DEFAULT_MAX_SEND_BUFFER_SIZE",
     "DEFAULT_DRAIN_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
     "MAX_INITIAL_RATION",
 ]
 
@@ -32,6 +33,9 @@ DEFAULT_HANDSHAKE_TIMEOUT = 15_000  # ms
 DEFAULT_PING_TIMEOUT = 30_000  # ms
 DEFAULT_MAX_SEND_BUFFER_SIZE = 16 * 1024 * 1024  # bytes
 DEFAULT_DRAIN_TIMEOUT = 10_000  # ms
+#: A server closes a connection on which no session has been in progress for 5 minutes
+#: (River's client closes its own idle connections after 15 s).
+DEFAULT_IDLE_TIMEOUT = 300_000  # ms
 
 
 @dataclass(slots=True, kw_only=True)
@@ -59,7 +63,9 @@ class JiniMuxConfig:
         it the session whose data arrived is aborted. At least ``initial_ration``; default
         16 MiB.
     :param handshake_timeout: milliseconds to wait for the peer's connection header; then the
-        connection is closed. [1, 2^31-1]; default 15,000 (River's client).
+        connection is closed. On a server it bounds how long a connection that sends
+        nothing, or only part of its *ClientConnectionHeader*, is kept (and the 8 bytes it
+        may hold meanwhile). [1, 2^31-1]; default 15,000 (River's client).
     :param ping_timeout: milliseconds to wait for the *PingAck* answering our *Ping*; then the
         peer is taken to be down and the connection is closed (§Ping Message). [1, 2^31-1];
         default 30,000.
@@ -69,6 +75,11 @@ class JiniMuxConfig:
     :param drain_timeout: Twisted layer: on a graceful close, milliseconds established
         sessions get to end before the connection is closed anyway. [0, 2^31-1]; default
         10,000.
+    :param idle_timeout: Twisted layer, server: milliseconds a connection may stay open with
+        no session in progress (after its header, or after its last session ended) before
+        the server shuts it down (*Shutdown*, §Shutdown Message: the client opens a new
+        connection for its next request). Bounds how long a client that opens no session
+        holds a connection. [0, 2^31-1]; 0: never; default 300,000 (5 minutes).
     :raises ValueError: a setting is out of range (naming it, its value and the range).
     """
 
@@ -81,6 +92,7 @@ class JiniMuxConfig:
     ping_timeout: int = DEFAULT_PING_TIMEOUT
     max_send_buffer_size: int = DEFAULT_MAX_SEND_BUFFER_SIZE
     drain_timeout: int = DEFAULT_DRAIN_TIMEOUT
+    idle_timeout: int = DEFAULT_IDLE_TIMEOUT
 
     def __post_init__(self) -> None:
         self.validate()
@@ -107,6 +119,7 @@ class JiniMuxConfig:
         _check_range("ping_timeout", self.ping_timeout, 1, 2**31 - 1, "ms")
         _check_range("max_send_buffer_size", self.max_send_buffer_size, 1, 2**62, "bytes")
         _check_range("drain_timeout", self.drain_timeout, 0, 2**31 - 1, "ms")
+        _check_range("idle_timeout", self.idle_timeout, 0, 2**31 - 1, "ms")
 
     @property
     def ration(self) -> int | None:

@@ -314,6 +314,9 @@ class JiniMuxConnection:
                 else:
                     self._dispatch[type(message)](self, message, events)
         except JiniProtocolError as exc:
+            # (the decoder keeps it to raise again: its traceback would hold this frame, and
+            # so this connection, in a reference cycle)
+            exc.__traceback__ = None
             events += self._violation(str(exc))
         return events
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail
-from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from ..bridge import MuxProtocol
+from ..bridge import MuxProtocol, failure_for
 from .config import JiniMuxConfig
 from .connection import JiniMuxConnection, Role, Session, SessionState
 from .errors import (
@@ -38,8 +37,6 @@ from .events import (
 )
 
 __all__ = ["JiniMuxProtocol"]
-
-_log = Logger()
 
 
 class JiniMuxProtocol(MuxProtocol):
@@ -102,13 +99,6 @@ class JiniMuxProtocol(MuxProtocol):
         for request in list(self.requests.values()):
             request.writer.producing_resumed()
 
-    def excessive_buffering(self, message: str) -> None:
-        _log.warn("connection aborted: {message}", message=message)
-        if self.connection is not None and self.connection.is_open:
-            self.handle_events_now(self.connection.connection_lost(message))
-        transport: Any = self.transport
-        transport.abortConnection()
-
     def transport_lost(self, reason: Failure | None) -> None:
         super().transport_lost(reason)
         if self.terminated is None:  # (never connected: no connection to end)
@@ -118,7 +108,7 @@ class JiniMuxProtocol(MuxProtocol):
             d.callback(None)
         waiters2, self._established = self._established, []
         for d2 in waiters2:
-            d2.errback(Failure(self.terminated))
+            d2.errback(failure_for(self.terminated))
 
     def handle_events(self, events: list[Any]) -> None:
         if not self.dispatching and self.held is None:
@@ -160,7 +150,7 @@ class JiniMuxProtocol(MuxProtocol):
             d.callback(self)
             return d
         if self.terminated is not None:
-            return fail(Failure(self.terminated))
+            return fail(failure_for(self.terminated))
         d = Deferred()
         self._established.append(d)
         return d
@@ -183,7 +173,7 @@ class JiniMuxProtocol(MuxProtocol):
             first (``config.ping_timeout`` without an answer ends it).
         """
         if not self.is_open or not self.connection.handshake_complete:
-            return fail(Failure(self.terminated or LocalProtocolError(
+            return fail(failure_for(self.terminated or LocalProtocolError(
                 "the connection is not established")))
         now = self.reactor.seconds()
         cookie = self.connection.ping(now)
@@ -210,6 +200,8 @@ class JiniMuxProtocol(MuxProtocol):
     def session_of(self, token: Any) -> int | None:
         """The session id of ``token`` (a request) while its session is alive on this
         connection, else None (the id may already serve another request)."""
+        if token is None:
+            return None  # (the request is gone)
         sid = token.session_id
         if self.requests.get(sid) is token and self.connection is not None \
                 and self.connection.is_open and self.connection.session(sid) is not None:
@@ -286,7 +278,10 @@ class JiniMuxProtocol(MuxProtocol):
         if request is None:
             return
         error = SessionAbortedError(event.detail, partial=event.partial)
-        request.session_failed(error)
+        # aborted by our connection while it goes on: a buffer limit was passed
+        # (max_session_buffer, max_connection_buffer), so what it holds is dropped too
+        limit = not event.by_peer and self.connection.is_open
+        request.session_failed(error, discard=limit)
 
     def on_ping_ack(self, event: PingAckReceived) -> None:
         entry = self._pings.pop(event.cookie, None)
@@ -311,11 +306,19 @@ class JiniMuxProtocol(MuxProtocol):
             request.session_failed(error)
         pings, self._pings = self._pings, {}
         for d, _ in pings.values():
-            d.errback(Failure(error))
+            d.errback(failure_for(error))
         waiters, self._established = self._established, []
         for d2 in waiters:
-            d2.errback(Failure(error))
+            d2.errback(failure_for(error))
         self.connection_terminated(error)
 
     def connection_terminated(self, error: ConnectionTerminatedError) -> None:
         """Hook: the connection ended (its requests have failed already)."""
+
+    def release(self) -> None:
+        """The connection is over and its transport gone: also forget the requests, so
+        that nothing but reference counting is needed to free this protocol (see
+        :meth:`~rsocket_tx.bridge.MuxProtocol.release`)."""
+        super().release()
+        self.requests = {}
+        self._retired = {}

@@ -25,10 +25,10 @@ session (§Flow Control).
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any
 
-from twisted.internet.defer import Deferred, DeferredList, succeed
-from twisted.internet.interfaces import IListeningPort
+from twisted.internet.defer import CancelledError, Deferred, DeferredList, succeed
 from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -36,6 +36,8 @@ from zope.interface import implementer  # type: ignore[import-untyped]
 
 from ..interfaces import IConnectionObserver
 from ..transports.endpoints import server_endpoint
+from ..transports.limits import ConnectionLimit, RefusedConnection
+from ..transports.listening import ServerPort, listen
 from .config import JiniMuxConfig
 from .connection import Role, SessionState
 from .errors import ConnectionTerminatedError, SessionAbortedError
@@ -79,7 +81,7 @@ class ResponseWriter(DataWriter):
 
     def __init__(self, request: InboundRequest) -> None:
         super().__init__(request.protocol, request)
-        self._request = request
+        self._request = weakref.ref(request)  # (the request owns this writer: no cycle)
         self._acknowledged: list[Deferred[bool]] = []
         self.acknowledgment: bool | None = None
 
@@ -90,7 +92,9 @@ class ResponseWriter(DataWriter):
             nothing of it was (the client may then retry it elsewhere).
         :param detail: a reason, sent to the client.
         """
-        self._request.protocol.abort_request(self._request, partial, detail)
+        request = self._request()
+        if request is not None:
+            request.protocol.abort_request(request, partial, detail)
 
     def notify_acknowledged(self) -> Deferred[bool]:
         """After ``finish(ack_required=True)``: a Deferred firing with True when the client's
@@ -120,6 +124,8 @@ class InboundRequest:
         iterator of ``bytes`` chunks).
     :ivar response: the response (:class:`ResponseWriter`).
     :ivar protocol: the connection's :class:`JiniServerProtocol`.
+    :ivar dispatch: the Deferred of the dispatcher's work while it runs, else None; it is
+        cancelled if the connection ends first.
     """
 
     def __init__(self, protocol: JiniServerProtocol, session_id: int) -> None:
@@ -130,6 +136,7 @@ class InboundRequest:
         self.ack_required = False
         self.error: BaseException | None = None
         self.dispatched = False
+        self.dispatch: Deferred[Any] | None = None
         self.batch = -1
 
     def __repr__(self) -> str:
@@ -154,12 +161,17 @@ class InboundRequest:
         self.protocol.abort_request(self, partial, detail)
 
     def session_failed(self, error: BaseException, discard: bool = False) -> None:
-        """The session ended abnormally (protocol side)."""
+        """The session ended abnormally (protocol side). When the whole connection ended,
+        the dispatcher's work still running (:attr:`dispatch`) is cancelled."""
         if self.error is None:
             self.error = error
         self.reader.fail(error, discard)
         self.writer.fail(error)
         self.response.acknowledged(False)
+        dispatch = self.dispatch
+        if dispatch is not None and isinstance(error, ConnectionTerminatedError):
+            self.dispatch = None
+            dispatch.cancel()
 
 
 class JiniServerProtocol(JiniMuxProtocol):
@@ -177,12 +189,14 @@ class JiniServerProtocol(JiniMuxProtocol):
         self.draining = False
         self._shutdown_detail_out = ""
         self._drain_call: Any = None
+        self._idle_call: Any = None  # config.idle_timeout: no session in progress
         self.event_handlers[SessionOpened] = self.on_session_opened
         self.event_handlers[AcknowledgmentReceived] = self.on_acknowledgment
 
     # ------------------------------------------------------------------ requests
 
     def on_session_opened(self, event: SessionOpened) -> None:
+        self._stop_idle_timer()  # (restarted from now once no session is in progress)
         sid = event.session_id
         request = InboundRequest(self, sid)
         self.requests[sid] = request
@@ -197,15 +211,21 @@ class JiniServerProtocol(JiniMuxProtocol):
             done.errback()
         else:
             if inspect.isawaitable(result) and not isinstance(result, Deferred):
-                done = Deferred.fromCoroutine(result)  # type: ignore[arg-type]
+                done = Deferred.fromCoroutine(_dispatching(result))
             elif isinstance(result, Deferred):
                 done = result
             else:
                 done = succeed(result)
+        if not done.called:
+            request.dispatch = done  # cancelled if the connection ends first
         done.addCallbacks(self._dispatched, self._dispatch_failed, callbackArgs=(request,),
                           errbackArgs=(request,))
 
     def _dispatched(self, result: Any, request: InboundRequest) -> None:
+        request.dispatch = None
+        if result is _CANCELLED:
+            self._dispatch_failed(Failure(CancelledError()), request)
+            return
         request.dispatched = True
         writer = request.response
         if request.error is None and not writer.closed:
@@ -214,9 +234,11 @@ class JiniServerProtocol(JiniMuxProtocol):
                                             lambda _: None)
 
     def _dispatch_failed(self, failure: Failure, request: InboundRequest) -> None:
+        request.dispatch = None
         request.dispatched = True
         if request.error is not None and failure.check(SessionAbortedError,
-                                                       ConnectionTerminatedError):
+                                                       ConnectionTerminatedError,
+                                                       CancelledError):
             return  # the session or connection ended under the dispatcher: not a bug
         _log.failure("dispatch of {request!r} failed", failure, request=request)
         self.abort_request(request, True, failure.getErrorMessage())
@@ -231,6 +253,7 @@ class JiniServerProtocol(JiniMuxProtocol):
                 self.connection.close(sid)
                 self.flush_soon()
         self.check_drained()
+        self.check_idle()
 
     def abort_request(self, request: InboundRequest, partial: bool = True,
                       detail: str = "") -> None:
@@ -244,6 +267,7 @@ class JiniServerProtocol(JiniMuxProtocol):
                                                    partial=partial), discard=True)
         self.flush_soon()
         self.check_drained()
+        self.check_idle()
 
     def on_acknowledgment(self, event: AcknowledgmentReceived) -> None:
         request = self.request_for(event.session_id)
@@ -286,17 +310,62 @@ class JiniServerProtocol(JiniMuxProtocol):
         if self.is_open:
             self.close()
 
+    def check_idle(self) -> None:
+        """``config.idle_timeout``: once the connection is established and no session is in
+        progress, start the timer that shuts it down; stop it while one is."""
+        timeout = self.config.idle_timeout
+        conn = self.connection
+        if not timeout or conn is None:
+            return
+        idle = conn.is_open and conn.handshake_complete and conn.active_sessions == 0 \
+            and not self.draining
+        if idle and self._idle_call is None:
+            self._idle_call = self.reactor.callLater(timeout / 1000, self._idle_expired)
+        elif not idle:
+            self._stop_idle_timer()
+
+    def _stop_idle_timer(self) -> None:
+        call, self._idle_call = self._idle_call, None
+        if call is not None and call.active():
+            call.cancel()
+
+    def _idle_expired(self) -> None:
+        self._idle_call = None
+        conn = self.connection
+        if conn is not None and conn.is_open and conn.active_sessions == 0:
+            timeout = self.config.idle_timeout
+            _log.info("Jini ERI mux connection with no session for {timeout} ms: shut down",
+                      timeout=timeout)
+            self.shutdown_gracefully(f"no session for {timeout} ms")
+
     def events_handled(self) -> None:
         self.check_drained()
+        self.check_idle()
 
     def transport_lost(self, reason: Failure | None) -> None:
         if self._drain_call is not None and self._drain_call.active():
             self._drain_call.cancel()
         self._drain_call = None
+        self._stop_idle_timer()
         factory = getattr(self, "factory", None)
         if isinstance(factory, JiniMuxServerFactory):
             factory.connection_lost(self)
         super().transport_lost(reason)
+
+
+#: what _dispatching returns when the dispatcher's work was cancelled
+_CANCELLED = object()
+
+
+async def _dispatching(work: Any) -> Any:
+    """Await a dispatcher's coroutine; its cancellation (the connection ended) becomes
+    :data:`_CANCELLED`, with the traceback dropped: it would hold the frames of the stack
+    that cancelled it, the request among them, in a reference cycle."""
+    try:
+        return await work
+    except CancelledError as exc:
+        exc.__traceback__ = None
+        return _CANCELLED
 
 
 @implementer(IConnectionObserver)
@@ -308,15 +377,20 @@ class JiniMuxServerFactory(Factory):
     :param config: the settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`; default
         River's).
     :param reactor: the reactor; None: the global one.
+    :param connection_limit: the server-wide
+        :class:`~rsocket_tx.transports.limits.ConnectionLimit` to count connections in (shared
+        with other factories of the same server); None: one of its own with the default cap
+        (10,000). Past it a new connection is aborted at once, before any Jini state exists.
 
     :ivar protocols: the connections open now.
+    :ivar connection_limit: the :class:`~rsocket_tx.transports.limits.ConnectionLimit`.
     """
 
     #: IConnectionObserver: the Jini mux has no resumable sessions
     sessions = None
 
     def __init__(self, dispatcher_factory: Any, config: JiniMuxConfig | None = None,
-                 reactor: Any = None) -> None:
+                 reactor: Any = None, connection_limit: ConnectionLimit | None = None) -> None:
         if reactor is None:
             from twisted.internet import reactor as global_reactor
             reactor = global_reactor
@@ -324,10 +398,19 @@ class JiniMuxServerFactory(Factory):
         self.config = config if config is not None else JiniMuxConfig()
         self.reactor = reactor
         self.protocols: set[JiniServerProtocol] = set()
+        if connection_limit is None:
+            connection_limit = ConnectionLimit(server_name="Jini ERI mux server",
+                                               reactor=reactor)
+        self.connection_limit = connection_limit
 
-    def buildProtocol(self, addr: Any) -> JiniServerProtocol:  # noqa: N802 - Twisted's name
+    def buildProtocol(  # noqa: N802 - Twisted's name
+            self, addr: Any) -> JiniServerProtocol | RefusedConnection:
+        limit = self.connection_limit
+        if not limit.acquire():
+            return limit.refuse()  # past the cap: aborted at once, logged
         protocol = JiniServerProtocol(self.reactor, self.config, self.dispatcher_factory())
         protocol.factory = self
+        protocol.connection_limit = limit  # released when its transport is lost
         self.connection_made(protocol)
         return protocol
 
@@ -352,27 +435,9 @@ class JiniMuxServerFactory(Factory):
                             consumeErrors=True)
 
 
-@implementer(IListeningPort)
-class JiniServerPort:
-    """The listening port :func:`serve` returns when the endpoint's own port has another
-    ``factory`` (TLS wraps it): ``factory`` is the :class:`JiniMuxServerFactory`; everything
-    else is the port's."""
-
-    def __init__(self, port: Any, factory: JiniMuxServerFactory) -> None:
-        self.port = port
-        self.factory = factory
-
-    def startListening(self) -> Any:  # noqa: N802 - IListeningPort
-        return self.port.startListening()
-
-    def stopListening(self) -> Any:  # noqa: N802
-        return self.port.stopListening()
-
-    def getHost(self) -> Any:  # noqa: N802
-        return self.port.getHost()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.port, name)
+#: What :func:`serve` returns around a wrapped port (the shared
+#: :class:`~rsocket_tx.transports.listening.ServerPort`).
+JiniServerPort = ServerPort
 
 
 def serve(reactor: Any, endpoint: Any, dispatcher_factory: Any,
@@ -393,12 +458,4 @@ def serve(reactor: Any, endpoint: Any, dispatcher_factory: Any,
     :raises ValueError: a bad endpoint string.
     """
     factory = JiniMuxServerFactory(dispatcher_factory, config, reactor)
-    listener: Any = server_endpoint(reactor, endpoint)
-    d = listener.listen(factory)
-
-    def with_factory(port: Any) -> Any:
-        if getattr(port, "factory", None) is factory:
-            return port
-        return JiniServerPort(port, factory)
-
-    return d.addCallback(with_factory)
+    return listen(server_endpoint(reactor, endpoint), factory)

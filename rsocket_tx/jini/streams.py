@@ -15,6 +15,7 @@ through its internals.
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -22,9 +23,9 @@ from typing import Protocol
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.interfaces import IConsumer
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 from zope.interface import implementer  # type: ignore[import-untyped]
 
+from ..bridge import failure_for, fresh_error
 from .errors import LocalProtocolError
 
 __all__ = ["SessionHost", "DataReader", "DataWriter", "PUSH_LIMIT"]
@@ -91,16 +92,20 @@ class DataReader:
     :class:`~rsocket_tx.jini.errors.ConnectionTerminatedError`).
 
     :param host: the protocol.
-    :param token: the request this data belongs to.
+    :param token: the request this data belongs to (it owns this reader: referred to weakly,
+        so that the two make no reference cycle).
     :param canceller: called (no arguments) when a pending :meth:`read_all` is cancelled; it
-        aborts the session.
+        aborts the session (a bound method is referred to weakly, as ``token``).
     """
 
     def __init__(self, host: SessionHost, token: object,
                  canceller: Callable[[], None] | None = None) -> None:
         self._host = host
-        self._token = token
-        self._canceller = canceller
+        self._token_ref = weakref.ref(token)
+        self._canceller: Callable[[], Callable[[], None] | None] | None = None
+        if canceller is not None:
+            self._canceller = (weakref.WeakMethod(canceller)  # type: ignore[arg-type]
+                               if hasattr(canceller, "__self__") else lambda: canceller)
         self._chunks: deque[bytes] = deque()
         self._eof = False
         self._eof_taken = False
@@ -114,6 +119,10 @@ class DataReader:
     def __repr__(self) -> str:
         return (f"<DataReader buffered={self.buffered} eof={self._eof} "
                 f"error={self._error!r}>")
+
+    @property
+    def _token(self) -> object:
+        return self._token_ref()
 
     @property
     def done(self) -> bool:
@@ -170,12 +179,12 @@ class DataReader:
             self._collect = None
             d, self._collected = self._collected, None
             assert d is not None
-            d.errback(Failure(error))
+            d.errback(failure_for(error))
             return
         waiter = self._waiter
         if waiter is not None and not self._chunks:
             self._waiter = None
-            waiter.errback(Failure(error))
+            waiter.errback(failure_for(error))
 
     # ------------------------------------------------------------------ application side
 
@@ -201,7 +210,7 @@ class DataReader:
                 self._take_eof()
             return succeed(chunk)
         if self._error is not None:
-            return fail(Failure(self._error))
+            return fail(failure_for(self._error))
         if self._eof:
             self._take_eof()
             return succeed(None)
@@ -236,7 +245,7 @@ class DataReader:
             self._host.session_consumed(self._token, self.buffered)
             self.buffered = 0
         if self._error is not None:
-            return fail(Failure(self._error))
+            return fail(failure_for(self._error))
         if self._eof:
             self._take_eof()
             return succeed(b"".join(parts))
@@ -248,8 +257,9 @@ class DataReader:
         if self._collected is d:
             self._collected = None
             self._collect = None
-            if self._canceller is not None:
-                self._canceller()
+            canceller = self._canceller() if self._canceller is not None else None
+            if canceller is not None:
+                canceller()
 
 
 @implementer(IConsumer)
@@ -263,12 +273,13 @@ class DataWriter:
     pull producer (``IPullProducer``) is asked for more each time all is sent.
 
     :param host: the protocol.
-    :param token: the request this data belongs to.
+    :param token: the request this data belongs to (it owns this writer: referred to weakly,
+        so that the two make no reference cycle).
     """
 
     def __init__(self, host: SessionHost, token: object) -> None:
         self._host = host
-        self._token = token
+        self._token_ref = weakref.ref(token)
         self._pending: deque[bytes] = deque()
         self._offset = 0  # bytes of _pending[0] already sent
         self._finishing = False
@@ -289,6 +300,10 @@ class DataWriter:
     def __repr__(self) -> str:
         return (f"<DataWriter pending={self.pending} finishing={self._finishing} "
                 f"eof_sent={self._eof_sent} error={self._error!r}>")
+
+    @property
+    def _token(self) -> object:
+        return self._token_ref()
 
     @property
     def finished(self) -> bool:
@@ -312,7 +327,7 @@ class DataWriter:
         if self._discarding:
             return
         if self._error is not None:
-            raise self._error
+            raise fresh_error(self._error)
         if self._finishing:
             raise LocalProtocolError("write() after finish()")
         if not data:
@@ -361,7 +376,7 @@ class DataWriter:
         if self._discarding or self._finishing:
             return
         if self._error is not None:
-            raise self._error
+            raise fresh_error(self._error)
         self._finishing = True
         self._ack_required = ack_required
         self.pump()
@@ -374,7 +389,7 @@ class DataWriter:
         if not self._pending or self._discarding:
             return succeed(None)
         if self._error is not None:
-            return fail(Failure(self._error))
+            return fail(failure_for(self._error))
         d: Deferred[None] = Deferred()
         self._drained.append(d)
         return d
@@ -386,7 +401,7 @@ class DataWriter:
         if self._eof_sent or self._discarding:
             return succeed(None)
         if self._error is not None:
-            return fail(Failure(self._error))
+            return fail(failure_for(self._error))
         d: Deferred[None] = Deferred()
         self._finished.append(d)
         return d
@@ -510,7 +525,7 @@ class DataWriter:
         waiters, self._finished = self._finished + self._drained, []
         self._drained = []
         for d in waiters:
-            d.errback(Failure(error))
+            d.errback(failure_for(error))
         if producer is not None:
             try:
                 producer.stopProducing()  # type: ignore[attr-defined]

@@ -32,20 +32,25 @@ from twisted.logger import Logger
 from twisted.python import usage
 
 from ..faces.serving import (
+    ConfigOption,
     ListenOptions,
     ServerService,
     SettingsError,
     load_class,
     named_class,
+    option_message,
+    parse_config_options,
     parse_int_option,
     parse_listen,
 )
 from ..faces.serving import check_listen as check_endpoint
 from ..transports import endpoints
+from ..transports.limits import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from .config import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_FRAGMENT_SIZE,
     DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
     DEFAULT_INITIAL_RATION,
     DEFAULT_MAX_CONNECTION_BUFFER,
     DEFAULT_MAX_SEND_BUFFER_SIZE,
@@ -173,32 +178,6 @@ def check_listen(spec: str) -> str:
 # -- the settings as options ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ConfigOption:
-    """One :class:`~rsocket_tx.jini.config.JiniMuxConfig` setting as a command-line option.
-
-    :ivar name: the long option name, without ``--``; the setting is ``name`` with ``_`` for
-        ``-``.
-    :ivar metavar: the value's placeholder (its unit).
-    :ivar help: the help text (says the unit and the default).
-    :ivar unit: the unit, for error messages.
-    :ivar server: the option applies to the server faces.
-    :ivar client: the option applies to the client face (``rsocket-tx jini request``).
-    """
-
-    name: str
-    metavar: str
-    help: str
-    unit: str
-    server: bool = True
-    client: bool = True
-
-    @property
-    def attr(self) -> str:
-        """The :class:`~rsocket_tx.jini.config.JiniMuxConfig` field."""
-        return self.name.replace("-", "_")
-
-
 #: The :class:`~rsocket_tx.jini.config.JiniMuxConfig` settings both faces take as options.
 CONFIG_OPTIONS: tuple[ConfigOption, ...] = (
     ConfigOption(
@@ -247,6 +226,11 @@ CONFIG_OPTIONS: tuple[ConfigOption, ...] = (
         "milliseconds established sessions get to end in a graceful close (on SIGTERM)"
         f" before the connection is closed anyway (default {DEFAULT_DRAIN_TIMEOUT})",
         "milliseconds", client=False),
+    ConfigOption(
+        "idle-timeout", "MS",
+        "milliseconds a connection may stay open with no session in progress before the"
+        f" server shuts it down; 0: never (default {DEFAULT_IDLE_TIMEOUT})",
+        "milliseconds", client=False),
 )
 
 
@@ -259,12 +243,7 @@ def parse_config(values: Mapping[str, object]) -> JiniMuxConfig:
     :raises SettingsError: naming the first invalid option (``--initial-ration: ...``) and
         what it accepts.
     """
-    kwargs = {}
-    for option in CONFIG_OPTIONS:
-        number = parse_int_option(option.name, values.get(option.attr), minimum=0,
-                                  unit=option.unit)
-        if number is not None:
-            kwargs[option.attr] = number
+    kwargs = parse_config_options(CONFIG_OPTIONS, values)
     if "initial_ration" in kwargs:
         # a ration too small for the buffer defaults: raise them with it, unless given
         ration = kwargs["initial_ration"]
@@ -275,16 +254,7 @@ def parse_config(values: Mapping[str, object]) -> JiniMuxConfig:
     try:
         return JiniMuxConfig(**kwargs)
     except ValueError as e:
-        raise SettingsError(_option_message(str(e))) from None
-
-
-def _option_message(message: str) -> str:
-    """A :class:`JiniMuxConfig` error (``"initial_ration must be ..."``) worded for the command
-    line (``"--initial-ration: must be ..."``)."""
-    for option in CONFIG_OPTIONS:
-        if message.startswith(option.attr + " "):
-            return f"--{option.name}: {message[len(option.attr) + 1:]}"
-    return message
+        raise SettingsError(option_message(CONFIG_OPTIONS, str(e))) from None
 
 
 # -- the dispatcher ------------------------------------------------------------------------------
@@ -316,21 +286,26 @@ class JiniServerSettings:
     :ivar dispatcher_factory: the :class:`~rsocket_tx.jini.Dispatcher` subclass served, called
         with no arguments by the server factory.
     :ivar config: the connection settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`).
+    :ivar max_connections: connections open at once on every listen endpoint together (>= 1;
+        default :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 10,000); past
+        it a new one is closed at once and the log says so.
     """
 
     listen: tuple[str, ...] = (DEFAULT_LISTEN,)
     dispatcher: str = DEFAULT_DISPATCHER
     dispatcher_factory: type | None = None
     config: JiniMuxConfig = field(default_factory=JiniMuxConfig)
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
 
 def parse_server_settings(*, listen: Iterable[str] | None = None, dispatcher=None,
-                          **config_values) -> JiniServerSettings:
+                          max_connections=None, **config_values) -> JiniServerSettings:
     """Validate server options as typed on a command line; ``None`` means "not given".
 
     :param listen: endpoint strings / URIs (``None`` or empty: :data:`DEFAULT_LISTEN`).
     :param dispatcher: ``package.module:Class`` or a Dispatcher subclass (``None``: the demo
         :class:`~rsocket_tx.jini.EchoDispatcher`).
+    :param max_connections: connections open at once (>= 1; ``None``: 10,000).
     :param config_values: the :data:`CONFIG_OPTIONS` by :attr:`ConfigOption.attr`
         (``initial_ration="65536"``...), see :func:`parse_config`.
     :returns: the :class:`JiniServerSettings`.
@@ -349,8 +324,11 @@ def parse_server_settings(*, listen: Iterable[str] | None = None, dispatcher=Non
     name, factory = named_class("dispatcher", dispatcher, Dispatcher,
                                 "rsocket_tx.jini.Dispatcher")
     config = parse_config(config_values)
+    cap = parse_int_option("max-connections", max_connections, minimum=1, maximum=2**31 - 1,
+                           unit="connections")
     return JiniServerSettings(listen=specs, dispatcher=name, dispatcher_factory=factory,
-                              config=config)
+                              config=config,
+                              max_connections=DEFAULT_MAX_CONNECTIONS if cap is None else cap)
 
 
 # -- the service ---------------------------------------------------------------------------------
@@ -386,8 +364,11 @@ def build_service(settings: JiniServerSettings, reactor=None) -> JiniServerServi
         from twisted.internet import reactor as global_reactor
 
         reactor = global_reactor
+    limit = ConnectionLimit(settings.max_connections, server_name="Jini ERI mux server",
+                            reactor=reactor)
     factory = JiniMuxServerFactory(settings.dispatcher_factory or EchoDispatcher,
-                                   config=settings.config, reactor=reactor)
+                                   config=settings.config, reactor=reactor,
+                                   connection_limit=limit)
     service = JiniServerService(settings, factory)
     service.listen_on(reactor, settings.listen, server_endpoint)
     return service
@@ -410,12 +391,16 @@ class Options(ListenOptions):
         ["dispatcher", None, None,
          "the Dispatcher subclass to serve, as package.module:Class (one instance per"
          f" connection; default {DEFAULT_DISPATCHER}, the echo demo)"],
+        ["max-connections", None, None, "connections open at once, every --listen endpoint"
+         " together; past it a new one is closed at once and the log says so (default"
+         f" {DEFAULT_MAX_CONNECTIONS})"],
     ] + [[o.name, None, None, o.help] for o in CONFIG_OPTIONS if o.server]
     compData = usage.Completions(optActions={"listen": usage.CompleteList([DEFAULT_LISTEN])})
 
     def parse_settings(self) -> JiniServerSettings:
         return parse_server_settings(
             listen=self["listen"], dispatcher=self["dispatcher"],
+            max_connections=self["max-connections"],
             **{o.attr: self[o.name] for o in CONFIG_OPTIONS if o.server})
 
 

@@ -18,6 +18,8 @@ stream-opening rules and error codes stay in each protocol.
 :mod:`.outbox`              :class:`Outbox`, the queue of bytes to write
 :mod:`.deadlines`           :class:`Deadlines`, timers as data (time is passed in)
 :mod:`.errors`              :class:`MuxError` and its subclasses
+:mod:`.sniff`               :class:`Sniff`, a protocol's verdict on a connection's first bytes
+                            (the one-port server)
 ==========================  ===============================================================
 """
 
@@ -38,6 +40,7 @@ from .errors import (
 from .ids import IdPolicy, LowestFreeIds, ParityIds, PeerChosenIds
 from .outbox import Outbox
 from .reassembly import Reassembler, ReassemblyBudget
+from .sniff import Sniff, Sniffer
 from .streams import MuxStream, StreamTable
 
 __all__ = [
@@ -58,6 +61,8 @@ __all__ = [
     "ReassemblyBudget",
     "ReassemblyLimitExceeded",
     "Reassembler",
+    "Sniff",
+    "Sniffer",
     "StreamIdInUse",
     "StreamIdOutOfRange",
     "StreamLimitExceeded",

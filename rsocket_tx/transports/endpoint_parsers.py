@@ -39,6 +39,7 @@ from twisted.plugin import IPlugin
 from zope.interface import implementer
 
 from . import tls
+from .limits import DEFAULT_BACKLOG
 
 __all__ = [
     "MutualTLSServerParser",
@@ -124,7 +125,7 @@ def _reject_unknown(params: dict, known, where: str) -> None:
 
 
 def tls_server(reactor, port: int, tls_params: dict, *, interface: str = "",
-               backlog: int = 50, where: str = "mtls"):
+               backlog: int = DEFAULT_BACKLOG, where: str = "mtls"):
     """A TLS server endpoint from string parameters (``privateKey`` required)."""
     if "private_key" not in tls_params:
         raise ValueError(f"{where}: privateKey=FILE is required (the server's PEM key, maybe "
@@ -136,7 +137,8 @@ def tls_server(reactor, port: int, tls_params: dict, *, interface: str = "",
         raise ValueError(f"{where}: {e}") from None
 
 
-def ws_server(reactor, port: int, *, interface: str = "", backlog: int = 50, path: str = "/",
+def ws_server(reactor, port: int, *, interface: str = "", backlog: int = DEFAULT_BACKLOG,
+              path: str = "/",
               static: str | None = None, tls_params: dict | None = None, where: str = "ws"):
     """A WebSocket server endpoint
     (:class:`~rsocket_tx.transports.websocket.WebSocketServerEndpoint`) on TCP, or on TLS when
@@ -194,7 +196,7 @@ def _server_common(prefix: str, args: tuple, kwargs: dict) -> tuple[dict, int, s
         raise ValueError(f"{prefix}: missing port (write {prefix}:PORT or {prefix}:port=PORT)")
     port = parse_port(params.pop("port"), prefix, allow_zero=True)
     interface = params.pop("interface", "")
-    backlog = _int(params.pop("backlog", 50), "backlog", prefix)
+    backlog = _int(params.pop("backlog", DEFAULT_BACKLOG), "backlog", prefix)
     return params, port, interface, backlog
 
 

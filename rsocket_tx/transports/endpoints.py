@@ -41,6 +41,8 @@ from twisted.internet.endpoints import (
 )
 from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndpoint
 
+from .limits import DEFAULT_BACKLOG, with_backlog
+
 __all__ = [
     "client_endpoint",
     "server_endpoint",
@@ -162,6 +164,8 @@ def _endpoint(reactor, spec, side: str, interface, from_string, verb: str):
         if make is None:
             raise ValueError(f"URI scheme {parts.scheme!r} cannot be used to {verb}: {spec!r}")
         return make(reactor, parts)
+    if side == "server":
+        spec = with_backlog(spec)  # Twisted's listeners default to a backlog of 50
     try:
         return from_string(reactor, spec)
     except (ValueError, TypeError) as e:
@@ -243,7 +247,9 @@ def _tcp_client(reactor, parts: SplitResult) -> IStreamClientEndpoint:
 
 
 def _tcp_server(reactor, parts: SplitResult) -> IStreamServerEndpoint:
-    _reject_extras(parts)
+    params = _query(parts, ["backlog"])  # (and no fragment, no user information)
+    _no_path(parts)
+    backlog = _backlog(params, parts.geturl())
     port = _uri_port(parts, allow_zero=True)
     host = parts.hostname or ""
     try:
@@ -251,8 +257,8 @@ def _tcp_server(reactor, parts: SplitResult) -> IStreamServerEndpoint:
     except ValueError:
         address = None  # a host name: bound as IPv4 (the socket layer resolves it)
     if address is not None and address.version == 6:
-        return TCP6ServerEndpoint(reactor, port, interface=host)
-    return TCP4ServerEndpoint(reactor, port, interface=host)
+        return TCP6ServerEndpoint(reactor, port, interface=host, backlog=backlog)
+    return TCP4ServerEndpoint(reactor, port, interface=host, backlog=backlog)
 
 
 register_uri_scheme("tcp", client=_tcp_client, server=_tcp_server)
@@ -312,7 +318,7 @@ def _timeout(params: dict, uri: str) -> float:
 
 
 def _backlog(params: dict, uri: str) -> int:
-    return _number(params, uri, "backlog", "50", int, "an integer")
+    return _number(params, uri, "backlog", str(DEFAULT_BACKLOG), int, "an integer")
 
 
 def _in_uri(uri: str, build):

@@ -33,6 +33,7 @@ from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndp
 from twisted.python.failure import Failure
 
 from ..core.errors import ConnectionLostError
+from .limits import DEFAULT_BACKLOG
 
 __all__ = [
     "TLSError",
@@ -226,14 +227,14 @@ def client_options(hostname: str, *, trust_roots=None, certificate=None, private
 
 
 def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca_certs=None,
-                        interface: str = "", backlog: int = 50, extra_cert_chain=None,
+                        interface: str = "", backlog: int = DEFAULT_BACKLOG, extra_cert_chain=None,
                         dh_parameters=None) -> IStreamServerEndpoint:
     """A TLS server endpoint over TCP (:func:`~twisted.internet.endpoints.wrapServerTLS`).
 
     :param port: TCP port (0: a free one).
     :param interface: address to listen on; "" every IPv4 interface; an IPv6 address listens
         on IPv6.
-    :param backlog: listen queue length.
+    :param backlog: listen queue length (default 1024).
     :param private_key: and the other parameters: see :func:`server_options`.
     :raises ValueError: a bad file (see :func:`server_options`).
     """
@@ -242,7 +243,8 @@ def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca
     return wrapServerTLS(options, tcp_server_endpoint(reactor, port, interface, backlog))
 
 
-def tcp_server_endpoint(reactor, port: int, interface: str = "", backlog: int = 50):
+def tcp_server_endpoint(reactor, port: int, interface: str = "",
+                        backlog: int = DEFAULT_BACKLOG):
     """A TCP server endpoint: IPv6 when ``interface`` is an IPv6 address, else IPv4."""
     try:
         v6 = bool(interface) and ipaddress.ip_address(interface).version == 6

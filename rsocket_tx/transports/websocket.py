@@ -26,9 +26,13 @@ Rules of the transport (RSocket spec §Transport, WebSocket: frames are not leng
   buffered; our own messages are never fragmented at the WebSocket level;
 - backpressure: the :class:`~rsocket_tx.protocol.RSocketProtocol` is the streaming producer
   of the underlying socket, so a full socket buffer pauses every outbound stream pump;
-- the server accepts the ``rsocket`` subprotocol when a client offers it and needs none (as
-  rsocket-js and rsocket-py send none); a client offering only other subprotocols is refused
-  with HTTP 400.
+- the server accepts the subprotocol of the factory it serves when a client offers it
+  (:attr:`~rsocket_tx.protocol.RSocketServerFactory.websocket_subprotocol`: ``rsocket``; the
+  2015 draft's factory, ``reactivesocket-2015``) and needs none (as rsocket-js and rsocket-py
+  send none); a client offering only other subprotocols is refused with HTTP 400;
+- the server factory's connection cap (``max_connections``) counts a connection from the
+  moment it is accepted, while its HTTP/WebSocket handshake is still going on, not only once
+  the WebSocket is open: past it, a new connection is closed at once.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from zope.interface import implementer
 
 from ..bridge import ABORT_DELAY
 from ..interfaces import IFrameTransport
+from .limits import CountingFactory, build_uncounted, counted_transport
 
 __all__ = [
     "IFrameTransport",
@@ -131,9 +136,16 @@ class _RSocketWebSocket:
     _close_reason: str | None = None
     _abort_call = None
 
+    def mux_factory(self):
+        """The factory whose protocol this WebSocket carries: the RSocket server or client
+        factory (a hook: the one-port server, :mod:`rsocket_tx.transports.oneport`, chooses
+        it by WebSocket subprotocol)."""
+        return self.factory.rsocket_factory
+
     def _start_rsocket(self):
-        factory = self.factory.rsocket_factory
-        proto = factory.buildProtocol(self.transport.getPeer())
+        factory = self.mux_factory()
+        # (a server's connection is counted from its TCP accept, by the layer in front)
+        proto = build_uncounted(factory, self.transport.getPeer())
         self._rsocket = proto
         proto.makeConnection(self)
         return proto
@@ -234,7 +246,7 @@ class _RSocketWebSocket:
             # frame, sent at the same time as the peer's) is not thrown away with an RST.
             # A peer that does not read it is aborted a moment later.
             abort = False
-            self._abort_call = self.factory.rsocket_factory.reactor.callLater(
+            self._abort_call = self.mux_factory().reactor.callLater(
                 ABORT_DELAY, self.transport.abortConnection)
         super().dropConnection(abort)
 
@@ -363,17 +375,24 @@ class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol)
         # taken over from twisted.web's HTTPChannel, which registered itself as the TCP
         # transport's producer: the RSocketProtocol is the producer from now on
         self.transport.unregisterProducer()
+        # (written straight to the transport under the connection's count, if any)
+        self.transport = counted_transport(self.transport)
         super().connectionMade()
 
     def onConnect(self, request):
+        """Accept the subprotocol of the factory served
+        (:attr:`~rsocket_tx.protocol.RSocketServerFactory.websocket_subprotocol`: ``rsocket``,
+        ``reactivesocket-2015`` for the 2015 draft) or none; refuse a client offering only
+        others (HTTP 400)."""
         offered = request.protocols
         if not offered:
             return None
-        if SUBPROTOCOL in offered:
-            return SUBPROTOCOL
+        subprotocol = self.factory.subprotocol
+        if subprotocol in offered:
+            return subprotocol
         raise ConnectionDeny(ConnectionDeny.BAD_REQUEST, (
             f"unsupported WebSocket subprotocol(s) {', '.join(offered)}: this server speaks "
-            f"RSocket ('{SUBPROTOCOL}', or no subprotocol)"))
+            f"'{subprotocol}' (or no subprotocol)"))
 
     def onOpen(self) -> None:
         self._start_rsocket()
@@ -416,6 +435,8 @@ class _ServerFactory(WebSocketServerFactory):
         super().__init__()
         self.noisy = False
         self.rsocket_factory = rsocket_factory
+        #: the one subprotocol accepted: the served factory's
+        self.subprotocol: str = rsocket_factory.websocket_subprotocol
         _set_options(self, rsocket_factory.config.max_frame_size)
 
 
@@ -524,8 +545,11 @@ class WebSocketServerEndpoint:
     def listen(self, factory) -> Deferred:
         """Listen; each WebSocket opened at ``path`` carries one connection of ``factory``.
 
-        :param factory: an :class:`~rsocket_tx.protocol.RSocketServerFactory` (its
-            ``config.max_frame_size`` is the largest message accepted, bytes).
+        :param factory: an :class:`~rsocket_tx.protocol.RSocketServerFactory` or a subclass
+            (its ``config.max_frame_size`` is the largest message accepted, bytes; its
+            ``websocket_subprotocol`` the subprotocol accepted, as is none; its
+            ``connection_limit`` counts each connection once, from its TCP accept: in the
+            HTTP and WebSocket handshake too, static requests included).
         :returns: Deferred firing with a :class:`WebSocketPort` (``IListeningPort``), or
             failing with the inner endpoint's error (e.g. ``CannotListenError``).
         """
@@ -534,7 +558,10 @@ class WebSocketServerEndpoint:
         site = Site(_Root(self._path, ws, static), reactor=self._reactor)
         site.displayTracebacks = False
         site.noisy = False
-        d = self._endpoint.listen(site)
+        limit = getattr(factory, "connection_limit", None)
+        # the cap counts a connection from its accept: in its HTTP and WebSocket handshake too
+        served = site if limit is None else CountingFactory(site, limit)
+        d = self._endpoint.listen(served)
 
         def listening(port):
             factory.doStart()

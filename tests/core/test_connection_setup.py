@@ -19,7 +19,6 @@ from rsocket_tx.core.errors import (
     RejectedResumeError,
     RejectedSetupError,
     RSocketError,
-    UnsupportedSetupError,
 )
 from rsocket_tx.core.events import ConnectionClosed, RequestReceived, SetupReceived
 from rsocket_tx.core.payload import Payload
@@ -236,12 +235,14 @@ def test_setup_on_nonzero_stream_id_is_invalid_setup() -> None:
     assert not any(isinstance(e, SetupReceived) for e in events)
 
 
-def test_setup_version_2_0_is_unsupported_setup() -> None:
+def test_setup_version_2_0_is_invalid_setup() -> None:
+    # spec §Error Codes: INVALID_SETUP "The Setup frame is invalid for the server (it could be
+    # that the client is too recent for the old server)"; rsocket-java answers the same
     server = make_server()
     events = server.receive_data(wire(setup_frame(major_version=2, minor_version=0)))
-    err = _closed_with_only_error(server, events, ErrorCode.UNSUPPORTED_SETUP)
-    assert err.data
-    assert isinstance(events[0].error, UnsupportedSetupError)
+    err = _closed_with_only_error(server, events, ErrorCode.INVALID_SETUP)
+    assert b"version 2.0" in err.data
+    assert isinstance(events[0].error, InvalidSetupError)
 
 
 def test_setup_version_0_2_is_accepted() -> None:

@@ -3,9 +3,7 @@ ERI mux servers on loopback (TCP and TLS), in process and as a child process."""
 
 from __future__ import annotations
 
-import io
 import json
-from dataclasses import dataclass
 
 import pytest
 import pytest_twisted
@@ -14,10 +12,10 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ServerEndpoint
 from twisted.internet.protocol import Factory, Protocol
-from twisted_support import wait
+from twisted_support import run_command, wait
 
 from rsocket_tx.cli import parse_args
-from rsocket_tx.cli import run as cli_run
+from rsocket_tx.faces.cli import format_data
 from rsocket_tx.jini import tap
 from rsocket_tx.jini.cli import format_response
 from rsocket_tx.jini.config import JiniMuxConfig
@@ -71,32 +69,16 @@ async def test_usage_errors(argv, message):
     assert result.err.startswith("usage: rsocket-tx ")
 
 
-@pytest.mark.parametrize(("data", "output", "expected"), [
-    (b"hi", "text", b"hi\n"),
-    (b"hi", "raw", b"hi"),
-    (b"", "raw", b""),
-    (b"h\xc3\xa9", "json", b'{"data": "h\xc3\xa9"}\n'),
-    (b"\xff\x00", "json", b'{"data_base64": "/wA="}\n'),
-])
-def test_format_response(data, output, expected):
-    assert format_response(data, output) == expected
+def test_format_response_is_the_shared_one():
+    # (its cases: tests/test_cli.py test_format_data)
+    assert format_response is format_data
 
 
 # -- against a server, in process ----------------------------------------------------------------
 
 
-@dataclass
-class Result:
-    status: int
-    out: bytes
-    err: str
-
-
-async def run(argv: list[str], stdin: bytes = b"") -> Result:
-    out, err = io.BytesIO(), io.StringIO()
-    status = await wait(cli_run(reactor, argv, stdin=io.BytesIO(stdin), stdout=out, stderr=err),
-                        30)
-    return Result(status, out.getvalue(), err.getvalue())
+#: ``await run(argv, stdin=b"")``: ``rsocket-tx ARGV`` in process (status, out, err)
+run = run_command
 
 
 class TestDispatcher(Dispatcher):

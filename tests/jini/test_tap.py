@@ -5,23 +5,20 @@ TLS on loopback."""
 from __future__ import annotations
 
 import functools
-import os
 import re
-import signal
-import sys
-from pathlib import Path
 
 import pytest
 import pytest_twisted
+from process_support import REPO, TWISTD, assert_ended_cleanly
+from process_support import spawn as spawn_child
 from tlscerts import make_tls_files
 from twisted.application.service import IServiceMaker
 from twisted.internet import error as internet_error
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import HostnameEndpoint, TCP4ServerEndpoint
-from twisted.internet.protocol import Factory, ProcessProtocol, Protocol
+from twisted.internet.protocol import Factory, Protocol
 from twisted.plugin import getPlugins
-from twisted_support import options_usage_error, parse_options, wait
+from twisted_support import failed_start_on_a_taken_port, options_usage_error, parse_options, wait
 
 from rsocket_tx.jini import tap
 from rsocket_tx.jini.client import JiniMuxClient
@@ -30,10 +27,6 @@ from rsocket_tx.jini.echo import EchoDispatcher
 from rsocket_tx.jini.server import Dispatcher
 
 aio = pytest_twisted.ensureDeferred
-REPO = Path(__file__).resolve().parents[2]
-#: ``twistd`` itself, run with ``python -c`` from the repository root (so that its
-#: ``twisted/plugins`` is found whatever the install mode).
-TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"
 LISTENING = re.compile(
     rb"Jini ERI mux server listening on 127\.0\.0\.1:(\d+) \(endpoint ([^)\n]+)\)")
 
@@ -134,6 +127,7 @@ ALL_OPTIONS = {
     "ping-timeout": ("600", 600),
     "max-send-buffer-size": ("4096", 4096),
     "drain-timeout": ("0", 0),
+    "idle-timeout": ("1000", 1000),
 }
 
 
@@ -230,16 +224,7 @@ async def test_service_serves_every_endpoint_and_closes_gracefully():
 
 @aio
 async def test_service_start_fails_when_an_endpoint_cannot_listen():
-    taken = await TCP4ServerEndpoint(reactor, 0, interface="127.0.0.1").listen(
-        Factory.forProtocol(Protocol))
-    try:
-        busy = taken.getHost().port
-        settings = tap.parse_server_settings(
-            listen=["tcp:0:interface=127.0.0.1", f"tcp:{busy}:interface=127.0.0.1"])
-        service = tap.build_service(settings, reactor)
-        with pytest.raises(internet_error.CannotListenError):
-            service.startService()
-        assert not service.running
+    async with failed_start_on_a_taken_port(tap) as service:
         with pytest.raises(internet_error.CannotListenError):
             await wait(service.when_listening())
         # the endpoint that did listen was stopped: nothing is left behind
@@ -249,50 +234,9 @@ async def test_service_start_fails_when_an_endpoint_cannot_listen():
         with pytest.raises(internet_error.ConnectionRefusedError):
             await wait(client.request(b"x"))
         await wait(client.close())
-    finally:
-        await taken.stopListening()
 
 
 # -- twistd, for real --------------------------------------------------------------------------
-
-
-class ChildProcess(ProcessProtocol):
-    """Collects a child's output; ``ready`` fires with ``{endpoint spec: port}`` once
-    ``count`` endpoints listen; ``ended`` with how the child ended."""
-
-    def __init__(self, count: int = 0, stdin: bytes = b"") -> None:
-        self.count = count
-        self.stdin = stdin
-        self.output = b""
-        self.ready: Deferred = Deferred()
-        self.ended: Deferred = Deferred()
-
-    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
-        self.transport.write(self.stdin)
-        self.transport.closeStdin()
-
-    def outReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
-        self.received(data)
-
-    def errReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
-        self.received(data)
-
-    def received(self, data: bytes) -> None:
-        self.output += data
-        found = {m.group(2).decode(): int(m.group(1)) for m in LISTENING.finditer(self.output)}
-        if self.count and len(found) >= self.count and not self.ready.called:
-            self.ready.callback(found)
-
-    def processEnded(self, reason) -> None:  # noqa: N802 - Twisted's name
-        self.ended.callback(reason.value)
-        if self.count and not self.ready.called:
-            self.ready.errback(AssertionError(f"ended first:\n{self.output.decode()}"))
-
-    def stop(self) -> Deferred:
-        """SIGTERM the child unless it has ended; fires with how it ended."""
-        if not self.ended.called:
-            self.transport.signalProcess(signal.SIGTERM)
-        return self.ended.addTimeout(60, reactor)
 
 
 #: a dispatcher module for the child processes (``--dispatcher upper_dispatcher:Upper``)
@@ -305,18 +249,9 @@ class Upper(Dispatcher):
 """
 
 
-def spawn(argv: list[str], count: int = 0, pythonpath: Path | None = None,
-          stdin: bytes = b"") -> ChildProcess:
-    """Run ``python argv`` from the repository root; ``stdin`` is written to its standard
-    input, then closed."""
-    process = ChildProcess(count, stdin)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath),
-                                                          env.get("PYTHONPATH")]))
-    reactor.spawnProcess(process, sys.executable, [sys.executable, *argv], env=env,
-                         path=str(REPO))
-    return process
+#: ``spawn(argv, count=0, pythonpath=None, stdin=b"")``: ``python argv`` from the repository
+#: root (:func:`process_support.spawn`), ready once ``count`` endpoints listen
+spawn = functools.partial(spawn_child, pattern=LISTENING)
 
 
 @aio
@@ -344,11 +279,7 @@ async def test_twistd_serves_tcp_and_tls(certs, tmp_path):
                 await wait(client.close())
     finally:
         reason = await process.stop()
-    # twistd ends a clean SIGTERM shutdown by killing itself with the signal
-    assert getattr(reason, "signal", None) == signal.SIGTERM or reason.exitCode == 0, \
-        process.output.decode()
-    assert b"Server Shut Down." in process.output
-    assert b"Traceback" not in process.output
+    assert_ended_cleanly(process, reason, shut_down=True)
 
 
 @aio

@@ -1,0 +1,10 @@
+"""Jini ERI mux: the sans-IO connection as the server (:mod:`fuzz.drivers.jini`)."""
+
+from ..drivers import jini
+
+PROTOCOL = "jini"
+INSTRUMENT = ("rsocket_tx.jini", "rsocket_tx.mux")
+
+
+def one_input(data: bytes) -> None:
+    jini.run(data, 0)

@@ -1,0 +1,11 @@
+"""2015 ReactiveSocket draft: the sans-IO connection as the client
+(:mod:`fuzz.drivers.reactivesocket`)."""
+
+from ..drivers import reactivesocket, rsocket
+
+PROTOCOL = "reactivesocket"
+INSTRUMENT = ("rsocket_tx.reactivesocket", "rsocket_tx.mux")
+
+
+def one_input(data: bytes) -> None:
+    reactivesocket.run(data, rsocket.CLIENT)

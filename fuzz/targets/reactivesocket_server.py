@@ -1,0 +1,11 @@
+"""2015 ReactiveSocket draft: the sans-IO connection as the server
+(:mod:`fuzz.drivers.reactivesocket`)."""
+
+from ..drivers import reactivesocket
+
+PROTOCOL = "reactivesocket"
+INSTRUMENT = ("rsocket_tx.reactivesocket", "rsocket_tx.mux")
+
+
+def one_input(data: bytes) -> None:
+    reactivesocket.run(data, 0)

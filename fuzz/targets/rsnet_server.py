@@ -1,0 +1,11 @@
+"""Reactive Streams network protocol: the sans-IO connection as the server
+(:mod:`fuzz.drivers.rsnet`)."""
+
+from ..drivers import rsnet
+
+PROTOCOL = "rsnet"
+INSTRUMENT = ("rsocket_tx.rsnet", "rsocket_tx.mux")
+
+
+def one_input(data: bytes) -> None:
+    rsnet.run(data, 0)

@@ -1,0 +1,11 @@
+"""RSocket 1.0: the sans-IO connection as the server (SETUP or RESUME first; resume, lease,
+message transport and small limits by variant: :mod:`fuzz.drivers.rsocket`)."""
+
+from ..drivers import rsocket
+
+PROTOCOL = "rsocket"
+INSTRUMENT = ("rsocket_tx.core", "rsocket_tx.mux")
+
+
+def one_input(data: bytes) -> None:
+    rsocket.run(data, 0)

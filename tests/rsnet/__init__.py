@@ -1,0 +1,1 @@
+"""Tests of the Reactive Streams network protocol (rsocket_tx.rsnet)."""
