@@ -270,6 +270,11 @@ def rsnet_stream() -> Iterable[bytes]:
     yield seed_input(1, [b"".join(plain)[i:i + 5] for i in range(0, len(b"".join(plain)), 5)])
 
 
+def rsnet_messages() -> Iterable[bytes]:
+    for _, size, vector in _rsnet_vectors():
+        yield bytes((size << 1,)) + vector  # subscriber 1's elementSize, as rsnet_stream
+
+
 def _rsnet_peer(client: bool) -> Iterable[bytes]:
     from .drivers import rsnet as N
     vectors = {type(m).__name__: v for m, size, v in _rsnet_vectors() if not size}
@@ -315,6 +320,10 @@ def reactivesocket_frames() -> Iterable[bytes]:
         yield seed_input(0x40, [_word(f)])
 
 
+def reactivesocket_frame() -> Iterable[bytes]:
+    return [v for vs in _draft_frames().values() for v in vs]
+
+
 def reactivesocket_server() -> Iterable[bytes]:
     from .drivers import rsocket as R
     frames = _draft_frames()
@@ -356,9 +365,11 @@ SEEDS: dict[str, Callable[[], Iterable[bytes]]] = {
     "jini_stream": jini_stream,
     "jini_server": jini_server,
     "jini_client": jini_client,
+    "rsnet_messages": rsnet_messages,
     "rsnet_stream": rsnet_stream,
     "rsnet_server": rsnet_server,
     "rsnet_client": rsnet_client,
+    "reactivesocket_frame": reactivesocket_frame,
     "reactivesocket_frames": reactivesocket_frames,
     "reactivesocket_server": reactivesocket_server,
     "reactivesocket_client": reactivesocket_client,
