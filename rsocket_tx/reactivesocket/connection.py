@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ..core import errors as E
 from ..core import frames as core_frames
@@ -451,7 +451,7 @@ class ReactiveSocketConnection:
             events.extend(self._close_setup(E.InvalidSetupError(
                 f"the first frame must be SETUP, got {frame.frame_type.name}")))
             return
-        _DISPATCH[frame.frame_type](self, frame, events)
+        self._DISPATCH[frame.frame_type](self, frame, events)
 
     # ------------------------------------------------------------------ time
 
@@ -1043,22 +1043,22 @@ class ReactiveSocketConnection:
             events.extend(self._protocol_error(E.ProtocolError(
                 f"unsupported EXT frame (extended type {f.extended_type}) without the I flag")))
 
+    # the frame-type table holds functions, not methods bound to a connection: no reference
+    # cycle, so a closed connection is freed by reference counting alone
+    _DISPATCH: ClassVar[dict[FrameType, Callable[[ReactiveSocketConnection, Frame, list[Event]],
+                                                 None]]] = {
+        FrameType.SETUP: _on_setup,
+        FrameType.SETUP_ERROR: _on_setup_error,
+        FrameType.LEASE: _on_lease,
+        FrameType.REQUEST_RESPONSE: _on_request,
+        FrameType.REQUEST_FNF: _on_request,
+        FrameType.REQUEST_STREAM: _on_request,
+        FrameType.REQUEST_SUB: _on_request,
+        FrameType.REQUEST_N: _on_request_n,
+        FrameType.CANCEL: _on_cancel,
+        FrameType.RESPONSE: _on_response,
+        FrameType.ERROR: _on_error,
+        FrameType.METADATA_PUSH: _on_metadata_push,
+        FrameType.EXT: _on_ext,
+    }
 
-# the frame-type table holds functions, not methods bound to a connection: no reference
-# cycle, so a closed connection is freed by reference counting alone
-_C = ReactiveSocketConnection
-_DISPATCH: dict[FrameType, Callable[[ReactiveSocketConnection, Frame, list[Event]], None]] = {
-    FrameType.SETUP: _C._on_setup,
-    FrameType.SETUP_ERROR: _C._on_setup_error,
-    FrameType.LEASE: _C._on_lease,
-    FrameType.REQUEST_RESPONSE: _C._on_request,
-    FrameType.REQUEST_FNF: _C._on_request,
-    FrameType.REQUEST_STREAM: _C._on_request,
-    FrameType.REQUEST_SUB: _C._on_request,
-    FrameType.REQUEST_N: _C._on_request_n,
-    FrameType.CANCEL: _C._on_cancel,
-    FrameType.RESPONSE: _C._on_response,
-    FrameType.ERROR: _C._on_error,
-    FrameType.METADATA_PUSH: _C._on_metadata_push,
-    FrameType.EXT: _C._on_ext,
-}

@@ -38,6 +38,8 @@ through :class:`CountingFactory`: from the TCP accept, HTTP and WebSocket handsh
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from twisted.internet.protocol import Protocol
@@ -143,6 +145,16 @@ class ConnectionLimit:
         self._next_report: float | None = None  # no line before this time (None: at once)
         self._counted_outside = False  # (build_uncounted: the next acquire() is counted)
 
+    @contextmanager
+    def counted_outside(self) -> Iterator[None]:
+        """While the block runs, :meth:`acquire` counts nothing and refuses nothing: the
+        connection being built is counted by the layer in front (:func:`build_uncounted`)."""
+        self._counted_outside = True
+        try:
+            yield
+        finally:
+            self._counted_outside = False
+
     def acquire(self) -> bool:
         """Count one more connection if the cap allows it.
 
@@ -212,11 +224,8 @@ def build_uncounted(factory: Any, addr: Any) -> Any:
     limit = getattr(factory, "connection_limit", None)
     if not isinstance(limit, ConnectionLimit):
         return factory.buildProtocol(addr)
-    limit._counted_outside = True
-    try:
+    with limit.counted_outside():
         protocol = factory.buildProtocol(addr)
-    finally:
-        limit._counted_outside = False
     if getattr(protocol, "connection_limit", None) is limit:
         protocol.connection_limit = None  # (counted, and released, in front)
     return protocol
