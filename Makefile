@@ -10,7 +10,10 @@
 #               and connection)
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
+#               (installs only the package into .venv: no extras, no peers)
 #   make bench  python -m benchmarks.run
+#   make bench-memory   python -m benchmarks.memory: server memory per idle connection, per open
+#               stream and per Jini session, beside rsocket-java and River (docs/benchmarks.rst)
 #   make stress python -m benchmarks.stress: connections, streams, a soak and attacks against a
 #               twistd rsocket server with the defaults (docs/reliability.rst)
 #   make fuzz   every fuzz target (fuzz/targets, atheris) for FUZZ_SECONDS each, one at a time at
@@ -23,10 +26,13 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.rsocket_tx-installed
+# the package alone (editable, no extras): all make demo needs
+DEMO_STAMP := $(VENV)/.rsocket_tx-demo-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers browser chromium test lint typecheck docs demo bench stress fuzz pipeline clean
+.PHONY: venv peers browser chromium test lint typecheck docs demo bench bench-memory stress fuzz \
+	pipeline clean
 
 venv: $(STAMP)
 
@@ -74,12 +80,26 @@ typecheck: venv
 docs: venv
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
-demo: venv
+# The demo needs rsocket_tx alone (twistd, rsocket-tx): an editable install without extras,
+# into .venv (or on top of the full one, if make venv has run).
+demo: $(DEMO_STAMP)
 	bash scripts/demo.sh
+
+$(DEMO_STAMP): setup.cfg pyproject.toml
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet -e .
+	touch $@
 
 bench: venv
 	bash benchmarks/java/build.sh || echo "benchmarks/java/build.sh failed: the rsocket-java columns will read n/a" >&2
 	$(VPY) -m benchmarks.run
+
+# the memory figures of docs/benchmarks.rst and docs/limits.rst (about 2 minutes; the
+# rsocket-java and River servers read n/a without their jars)
+bench-memory: venv
+	bash benchmarks/java/build.sh || echo "benchmarks/java/build.sh failed: rsocket-java reads n/a" >&2
+	bash tests/interop/peers/river/install.sh || echo "River peer not built: River reads n/a" >&2
+	$(VPY) -m benchmarks.memory
 
 # seconds per fuzz target (CI runs a smoke of a few seconds: .ci/run)
 FUZZ_SECONDS ?= 60

@@ -5,7 +5,8 @@
 error result), so the harness shows "n/a" in the rsocket_tx cells instead of crashing.
 
 Usage mirrors what an application does: ``serve()`` with a ``Responder`` subclass,
-``connect()``, ``RSocket.request_response`` awaited in coroutines (``ensureDeferred``),
+``connect()``, ``RSocket.request_response`` with Deferred callbacks (each reply's callback
+issues the next request, as the raw Twisted client does),
 ``fire_and_forget`` (awaiting the Deferred of the last message of each batch of 1000, then
 yielding one reactor turn), and ``request_stream(..., prefetch=...)`` consumed with
 ``async for``. The transport (``BENCH_TRANSPORT``: tcp, tls, ws, wss) is an endpoint object:
@@ -34,6 +35,8 @@ from benchmarks.common import (
 )
 
 UNAVAILABLE_PREFIX = "rsocket_tx not importable: "
+#: rsocket_tx's default request-stream window up front (rsocket_tx.streams.DEFAULT_PREFETCH)
+DEFAULT_PREFETCH = 256
 
 
 def _import():
@@ -119,23 +122,56 @@ def server() -> None:
 # ----------------------------------------------------------------------------- client
 
 
+def _request_response_load(request_response, request, load, inflight: int):
+    """The "rr" workload with Deferred callbacks, as the raw Twisted client does it: each
+    reply's callback counts it and issues the next request (``inflight`` chains). Returns a
+    Deferred firing when every chain has ended (or failing with the first error)."""
+    from twisted.internet.defer import Deferred
+
+    done = Deferred()
+    chains = [inflight]
+
+    def failed(failure) -> None:
+        if not done.called:
+            done.errback(failure)
+
+    def reply(payload) -> None:
+        load.got += 1
+        load.nbytes += len(payload.data)
+        if (load.got & 63) == 0 and load.deadline.passed():
+            load.stop = True
+        if load.issued < load.count and not load.stop:
+            load.issued += 1
+            request_response(request).addCallbacks(reply, failed)
+            return
+        chains[0] -= 1
+        if chains[0] == 0 and not done.called:
+            done.callback(None)
+
+    for _ in range(inflight):
+        load.issued += 1
+        request_response(request).addCallbacks(reply, failed)
+    return done
+
+
 async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float,
                state: dict) -> bench.RunResult:
-    from twisted.internet.defer import ensureDeferred, gatherResults
     from twisted.internet.task import deferLater
 
     deadline = bench.Deadline(budget)
     if spec.kind == "rr":
         load = bench.RequestResponseLoad(count, deadline)
-        request = payload_class(b"x" * spec.size)
-        workers = [ensureDeferred(load.worker(rs.request_response, request))
-                   for _ in range(min(spec.inflight, count))]
-        await gatherResults(workers, consumeErrors=True)
+        await _request_response_load(rs.request_response, payload_class(b"x" * spec.size),
+                                     load, min(spec.inflight, count))
         return load.result()
 
     if spec.kind == "stream":
+        # the workload's window of 256 is rsocket_tx's default: leave it to the default flow
+        # control (256 items up front, the window grown by bytes for small items); any other
+        # window (the 1 MiB stream's 16) is passed as a fixed prefetch
+        prefetch = None if spec.prefetch == DEFAULT_PREFETCH else spec.prefetch
         stream = rs.request_stream(payload_class(stream_request(count, spec.size)),
-                                   prefetch=spec.prefetch)
+                                   prefetch=prefetch)
         items = 0
         nbytes = 0
         complete = True

@@ -320,37 +320,39 @@ def target_texts(wl: Workload, tx: float | None, raw: float | None,
 
 
 def render_table(workloads: list[Workload], results: dict, transports: list[str]) -> str:
-    """One row per workload and transport; ``results[workload][transport][impl key]``.
+    """One table per transport (a title line ``transport: KIND``, then one row per workload);
+    ``results[workload][transport][impl key]``.
 
     Columns: the five implementations in ``IMPLS`` order, then rsocket_tx's number divided by
     raw twisted's, rsocket-py's, rsocket-java's (each against its own server) and by its own
     TCP number, then the targets."""
-    header = ["workload [unit]", "via", *(i.title for i in IMPLS), "tx/raw", "tx/py",
-              "tx/java", "tx/tx-tcp", "target", "met"]
-    first_text = header.index("target")  # numbers are right-aligned before this column
-    rows = [header]
-    for wl in workloads:
-        per = results.get(wl.key, {})
-        tx_tcp = metric(wl, per.get("tcp", {}).get("rsocket_tx"))
-        for n, kind in enumerate(transports):
+    tables = []
+    for kind in transports:
+        header = [f"workload [unit] ({kind})", *(i.title for i in IMPLS), "tx/raw", "tx/py",
+                  "tx/java", "tx/tx-tcp", "target", "met"]
+        first_text = header.index("target")  # numbers are right-aligned before this column
+        rows = [header]
+        for wl in workloads:
+            per = results.get(wl.key, {})
+            tx_tcp = metric(wl, per.get("tcp", {}).get("rsocket_tx"))
             r = per.get(kind, {})
             raw, py, tx, java = (metric(wl, r.get(k))
                                  for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java"))
             target, met = target_texts(wl, tx, raw, py)
             unit = wl.unit + (" (MB/s)" if wl.show_mb else "")
-            rows.append([f"{wl.label} [{unit}]" if n == 0 else "", kind,
-                         *(cell(wl, r.get(i.key)) for i in IMPLS),
+            rows.append([f"{wl.label} [{unit}]", *(cell(wl, r.get(i.key)) for i in IMPLS),
                          ratio_text(tx, raw), ratio_text(tx, py), ratio_text(tx, java),
                          "-" if kind == "tcp" else ratio_text(tx, tx_tcp), target, met])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) if i <= 1 else c.rjust(w) if i < first_text
-                               else c.ljust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = [f"transport: {kind}"]
+        for n, row in enumerate(rows):
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) if i < first_text
+                                   else c.ljust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 # ----------------------------------------------------------------------------- main

@@ -13,7 +13,7 @@ is measured apart from the clients. The clients are rsocket_tx's own client in c
 Scenarios (``--only``, comma-separated):
 
 ``connections``
-    For each size in ``--connections`` (1000,10000): that many connections, at most
+    For each size in ``--connections`` (1000,4000): that many connections, at most
     ``--connect-concurrency`` connecting at once, each sends SETUP and one request-response and
     stays open. Reports how long they took, the server's memory per open connection, and its
     memory once they closed.
@@ -38,7 +38,7 @@ Scenarios (``--only``, comma-separated):
     all of it but the last byte: the most a connection can make the server hold before SETUP.
 ``budget``
     The worst a server on defaults can be made to hold before SETUP: ``--budget-connections``
-    (10,500: ``max_connections`` + 500) connections each announce a first frame of
+    (4,596: ``max_connections`` + 500) connections each announce a first frame of
     ``--setup-frame-size`` bytes and send all but its last byte, held ``--hold`` seconds.
     Needs the file limit for that many sockets in both processes.
 ``waves``
@@ -1025,7 +1025,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="seconds a client may take to set up its load (plus per-size slack)")
     g = p.add_argument_group("sizes")
     g.add_argument("--connections", default=None, metavar="N,N",
-                   help="connection counts (default 1000,10000; quick 200,1000)")
+                   help="connection counts (default 1000,4000; quick 200,1000)")
     g.add_argument("--connect-concurrency", type=int, default=200)
     g.add_argument("--streams", type=int, default=None, help="default 10000; quick 1000")
     g.add_argument("--soak-seconds", type=float, default=None, help="default 600; quick 30")
@@ -1041,7 +1041,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="the length the setup-limit attack announces (default 131072, the "
                         "default max_setup_frame_size)")
     g.add_argument("--budget-connections", type=int, default=None,
-                   help="default 10500 (the default max_connections + 500); quick 1100")
+                   help="default 4596 (the default max_connections + 500); quick 1100")
     g.add_argument("--waves", type=int, default=None, help="default 5; quick 3")
     g.add_argument("--wave-size", type=int, default=None, help="default 32; quick 8")
     g.add_argument("--reassembly-total", type=int, default=None, metavar="BYTES",
@@ -1056,9 +1056,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="default 100; quick 20")
     args = p.parse_args(argv)
     full_quick = {
-        "connections": ("1000,10000", "200,1000"), "streams": (10_000, 1_000),
+        "connections": ("1000,4000", "200,1000"), "streams": (10_000, 1_000),
         "soak_seconds": (600.0, 30.0), "prefix_connections": (300, 20),
-        "setup_limit_connections": (1000, 100), "budget_connections": (10_500, 1_100),
+        "setup_limit_connections": (1000, 100), "budget_connections": (4_596, 1_100),
         "hold": (10.0, 3.0),
         "waves": (5, 3), "wave_size": (32, 8), "reassembly_total": (2048 * MiB, 256 * MiB),
         "idle_connections": (1000, 100), "burst": (1000, 200), "oversize_connections": (100, 20),

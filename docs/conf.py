@@ -1,19 +1,17 @@
 """Sphinx configuration of the rsocket_tx documentation (build: ``make docs``)."""
 
-import configparser
 import os
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
-_setup_cfg = configparser.ConfigParser()
-_setup_cfg.read(os.path.join(ROOT, "setup.cfg"))
+import rsocket_tx  # noqa: E402 - after the checkout is on sys.path
 
 project = "rsocket_tx"
 author = "the rsocket_tx authors"
 copyright = "the rsocket_tx authors, Apache-2.0"
-release = _setup_cfg.get("metadata", "version", fallback="0")
+release = rsocket_tx.__version__  # the one source of the version (setup.cfg reads it too)
 version = release
 
 extensions = [

@@ -24,6 +24,7 @@ from .core.errors import (
     RejectedError,
     RejectedResumeError,
     RejectedSetupError,
+    RequestTimeout,
     RSocketError,
     UnsupportedSetupError,
 )
@@ -36,6 +37,8 @@ from .routing import Request, route
 from .server import serve
 from .streams import DecodedStream, RequestStream
 
+#: The package version, its one source: setup.cfg reads it (``attr:``), and so do the docs and
+#: ``rsocket-tx --version``; installed, ``importlib.metadata.version("rsocket_tx")`` agrees.
 __version__ = "0.1.0"
 
 __all__ = [
@@ -67,9 +70,11 @@ __all__ = [
     "RejectedSetupError",
     "Request",
     "RequestStream",
+    "RequestTimeout",
     "Responder",
     "SetupInfo",
     "UnsupportedSetupError",
+    "__version__",
     "connect",
     "route",
     "serve",

@@ -69,8 +69,10 @@ A minimal subclass::
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
+from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import (
@@ -87,10 +89,12 @@ from zope.interface import implementer
 from .interfaces import IFrameTransport
 from .transports.tls import TLSError, tls_error
 
-__all__ = ["ABORT_DELAY", "MuxProtocol", "describe_loss", "fresh_error", "failure_for",
-           "DetachedFailure"]
+__all__ = ["ABORT_DELAY", "ConnectionLogger", "MuxProtocol", "describe_loss", "describe_peer",
+           "fresh_error", "failure_for", "DetachedFailure"]
 
-_log = Logger()
+
+#: the per-process connection counter behind the ids "c1", "c2", ... (ConnectionLogger)
+_connection_ids = itertools.count(1)
 
 #: Seconds after the transport was half-closed (or after a graceful close's drain timeout) at
 #: which a transport that has still not closed (its peer does not read the last bytes) is
@@ -98,15 +102,84 @@ _log = Logger()
 ABORT_DELAY = 1.0
 
 
-def describe_loss(reason: Failure | None) -> str:
+def describe_loss(reason: Failure | None,
+                  clean: str = "the peer closed the connection") -> str:
     """Words for why a transport was lost, as given to ``connection.connection_lost``.
 
     :param reason: ``connectionLost``'s Failure (None: a clean close).
-    :returns: ``"the transport closed cleanly"`` or ``"connection lost: <message>"``.
+    :param clean: the words for a clean close (a protocol names what the peer did not send,
+        e.g. RSocket's "the peer closed the connection without CONNECTION_CLOSE").
+    :returns: ``clean`` or ``"connection lost: <message>"``.
     """
     if reason is None or reason.check(ConnectionDone):
-        return "the transport closed cleanly"
+        return clean
     return f"connection lost: {reason.getErrorMessage()}"
+
+
+def describe_peer(address) -> str:
+    """A transport's peer address in a log line's words.
+
+    :param address: ``transport.getPeer()``: an ``IPv4Address`` or ``IPv6Address`` (``"host:port"``,
+        ``"[::1]:port"``), a ``UNIXAddress`` (its path, or ``"unix"``), anything else
+        (``str()``), or None (``"-"``).
+    :returns: the words.
+    """
+    if isinstance(address, IPv4Address):
+        return f"{address.host}:{address.port}"
+    if isinstance(address, IPv6Address):
+        return f"[{address.host}]:{address.port}"
+    if isinstance(address, UNIXAddress):
+        name = address.name
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        return name or "unix"
+    if address is None:
+        return "-"
+    return str(address)
+
+
+class ConnectionLogger(Logger):
+    """A ``twisted.logger.Logger`` for one connection: every event it emits carries the
+    fields ``conn`` (the connection id, ``"c17"``: a per-process counter) and ``peer`` (the
+    peer's address, :func:`describe_peer`), and its text begins ``"[c17 127.0.0.1:54321] "``,
+    so an observer can filter one connection's lines (``event["conn"] == "c17"``) and a
+    person can follow them.
+
+    :param namespace: the log namespace (e.g. ``"rsocket_tx.protocol"``).
+    :param conn: the connection id; None: the next one of the per-process counter.
+    :param peer: the peer's address in words (see :attr:`peer`).
+
+    :ivar conn: the connection id (str).
+    :ivar peer: the peer's address in words; ``"-"`` until a transport is attached (a
+        resumed session's new transport may change it).
+    """
+
+    def __init__(self, namespace: str, conn: str | None = None, peer: str = "-") -> None:
+        super().__init__(namespace=namespace)
+        self.conn = conn if conn is not None else f"c{next(_connection_ids)}"
+        self.peer = peer
+        self._parent: ConnectionLogger | None = None
+
+    def child(self, namespace: str) -> ConnectionLogger:
+        """A logger of another namespace for the same connection (the same ``conn``, and the
+        ``peer`` this one has when an event is emitted): e.g. the frame debug log,
+        ``rsocket_tx.frames``.
+
+        :param namespace: its log namespace.
+        :returns: the :class:`ConnectionLogger`.
+        """
+        child = ConnectionLogger(namespace, self.conn, self.peer)
+        child._parent = self
+        return child
+
+    def emit(self, level, format=None, **kwargs) -> None:  # noqa: A002 - Twisted's name
+        """``Logger.emit`` with the ``conn`` and ``peer`` fields, and the text prefixed."""
+        owner = self._parent or self
+        kwargs["conn"] = owner.conn
+        kwargs["peer"] = owner.peer
+        if format is not None:
+            format = "[{conn} {peer}] " + format  # noqa: A001
+        super().emit(level, format, **kwargs)
 
 
 def fresh_error(error: BaseException) -> BaseException:
@@ -156,6 +229,14 @@ def failure_for(error: BaseException) -> Failure:
     return DetachedFailure(fresh_error(error))
 
 
+def _peer_of(transport) -> str:
+    """:func:`describe_peer` of ``transport.getPeer()`` (``"?"`` if that fails)."""
+    try:
+        return describe_peer(transport.getPeer())
+    except Exception:  # noqa: BLE001 - an odd transport: the log line still goes out
+        return "?"
+
+
 @implementer(IPushProducer, IHandshakeListener)
 class MuxProtocol(Protocol):
     """A Twisted protocol driving one sans-IO multiplexed connection (see the module
@@ -195,10 +276,26 @@ class MuxProtocol(Protocol):
         the references that would keep it alive in a cycle; events are no longer dispatched.
     :ivar tls_failure: the :class:`~rsocket_tx.transports.tls.TLSError` the transport was lost to (a
         certificate or host name rejected, by us or by the peer), else None.
+    :ivar log: the connection's :class:`ConnectionLogger` (namespace :attr:`log_namespace`):
+        every line it logs carries the connection id and the peer. The bridge logs one info
+        line when the connection opens (``connectionMade``) and one when it is over
+        (:meth:`release`), with :attr:`end_reason`.
+    :ivar end_reason: words for why the connection ended, for its "closed" line: a subclass
+        sets it when it knows (e.g. the peer's error); else the words of the transport's loss
+        (:func:`describe_loss`).
     """
+
+    #: the log namespace of :attr:`log` (None: the subclass's module, e.g.
+    #: ``"rsocket_tx.protocol"``)
+    log_namespace: str | None = None
+    #: what the log lines call this kind of connection (e.g. ``"RSocket server"``)
+    protocol_name = "mux"
 
     def __init__(self, reactor, *, max_send_buffer_size: int) -> None:
         self.reactor = reactor
+        self.log = ConnectionLogger(self.log_namespace or type(self).__module__)
+        self.end_reason: str | None = None
+        self._closed_logged = False
         self.connection = None
         self.event_handlers: dict[type, Callable] = {}
         self.max_send_buffer_size = max_send_buffer_size
@@ -263,7 +360,7 @@ class MuxProtocol(Protocol):
 
         :param message: what happened, with the byte counts.
         """
-        _log.warn("connection aborted: {message}", message=message)
+        self.log.warn("connection aborted: {message}", message=message)
         conn = self.connection
         if conn is not None and conn.is_open:
             self.handle_events_now(conn.connection_lost(message))
@@ -300,9 +397,20 @@ class MuxProtocol(Protocol):
         if self.released:
             return
         self.released = True
+        self.log_closed()
         self.stop_timers()
         self.event_handlers = {}
         self.held = None
+
+    def log_closed(self) -> None:
+        """Log the connection's "closed" line (level info, with :attr:`end_reason`), once;
+        :meth:`release` calls it (a protocol that tells others of the end first, e.g. fires
+        Deferreds, calls it before that)."""
+        if self._closed_logged or self.connection is None:
+            return
+        self._closed_logged = True
+        self.log.info("{protocol} connection closed: {why}", protocol=self.protocol_name,
+                      why=self.end_reason or "closed")
 
     # ------------------------------------------------------------------ IProtocol
 
@@ -314,6 +422,8 @@ class MuxProtocol(Protocol):
         """Build the connection (:meth:`make_connection`), become the transport's producer,
         run :meth:`connection_started`, write what is queued and schedule the first tick."""
         self.message_transport = IFrameTransport.providedBy(self.transport)
+        self.log.peer = _peer_of(self.transport)
+        self.log.info("{protocol} connection opened", protocol=self.protocol_name)
         self.connection = self.make_connection()
         self.transport.registerProducer(self, True)
         self.connection_started()
@@ -355,6 +465,8 @@ class MuxProtocol(Protocol):
         if error is not None:  # OpenSSL's tuple of codes becomes words
             self.tls_failure = error
             reason = Failure(error)
+        if self.end_reason is None:
+            self.end_reason = describe_loss(reason)  # (unless the protocol knows better)
         waiters, self._secured = self._secured, []
         try:
             self.transport_lost(reason)
@@ -414,6 +526,7 @@ class MuxProtocol(Protocol):
         self.aborting = False
         self.buffered = 0
         self._write_closed = False
+        self.log.peer = _peer_of(self.transport)
 
     # ------------------------------------------------------------------ output
 
@@ -519,7 +632,7 @@ class MuxProtocol(Protocol):
         self._abort_call = None
         if self.transport is None or self.transport_gone:
             return
-        _log.info("{why}", why=why)
+        self.log.info("{why}", why=why)
         self.aborting = True
         self.transport.abortConnection()
 
@@ -586,7 +699,7 @@ class MuxProtocol(Protocol):
                 try:
                     handlers[event.__class__](event)
                 except Exception:  # noqa: BLE001 - an app bug must not kill the connection
-                    _log.failure("error handling {event!r}", event=event)
+                    self.log.failure("error handling {event!r}", event=event)
                 if self.held is not None:  # the application is deciding: hold the rest
                     self.held.extend(events[i + 1:])
                     return

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -15,11 +16,15 @@ from .core.lease import LeasePolicy
 from .core.payload import Payload
 from .core.resume import new_token
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
+from .interceptors import Interceptor
 from .lease import policy_for
 from .protocol import CLIENT_SETTINGS, RSocketClientFactory, build_config, settings_signature
 from .responder import Responder
 from .transports.endpoints import client_endpoint
 from .transports.tls import tls_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .requester import RSocket
 
 __all__ = ["CONNECT_SETTINGS", "connect", "make_setup"]
 
@@ -94,7 +99,8 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
             frame_logger: Callable | None = None,
             auth: Credentials | None = None,
             resume: bool = False, resume_token: bytes | None = None,
-            lease: bool | LeasePolicy = False, **settings) -> Deferred:
+            lease: bool | LeasePolicy = False, interceptors: Iterable[Interceptor] = (),
+            **settings) -> Deferred[RSocket]:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     The connection's settings are one :class:`~rsocket_tx.core.config.ConnectionConfig`
@@ -163,6 +169,10 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
         connection is closed and it fails with ``LeaseError``.
     :param lease_grace: milliseconds a grant of this client stays valid past its time-to-live
         (default 1,000).
+    :param interceptors: :class:`~rsocket_tx.interceptors.Interceptor` instances told of the
+        connection and its requests, both those this client makes and those its
+        ``responder`` serves (:doc:`/observability`), e.g.
+        :class:`rsocket_tx.otel.TracingInterceptor`.
     :returns: Deferred firing with a connected :class:`~rsocket_tx.requester.RSocket`, or
         failing with the endpoint's connection error (or, with ``lease``, the error that
         closed the connection before the first LEASE). Over TLS it fires once the handshake
@@ -189,7 +199,8 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                        lease=lease is not False)
     ep = client_endpoint(reactor, endpoint)
     factory = RSocketClientFactory(setup, responder, reactor=reactor, config=config,
-                                   lease_policy=lease_policy, frame_logger=frame_logger)
+                                   lease_policy=lease_policy, frame_logger=frame_logger,
+                                   interceptors=interceptors)
     # the factory's reconnect refers to it weakly: no cycle through the factory
     factory_ref = weakref.ref(factory)
     factory.reconnect = lambda: ep.connect(factory_ref())

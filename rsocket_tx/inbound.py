@@ -8,6 +8,13 @@ network draft: *request*), so the sender refills while the rest is consumed and 
 ``window`` items ever wait here. Items that arrived before the end are delivered first; the
 end is seen after them.
 
+The window may be sized by bytes as well as items (``window_bytes``, ``max_window``): while
+the items that arrive are small, it grows to as many items of the largest size seen as fit
+``window_bytes`` (at most ``max_window``), the growth requested with the next top-up. A
+window of a few hundred tiny items is used up by one read of the transport: its top-up then
+leaves only after the whole window was consumed, and the sender idles a round trip per
+window; a window of a few reads' worth of bytes keeps it sending.
+
 Used by :class:`rsocket_tx.streams.RequestStream` (RSocket) and
 :class:`rsocket_tx.rsnet.publishers.Subscription` (Reactive Streams network).
 """
@@ -32,18 +39,30 @@ class InboundItems:
     (:meth:`request`, :meth:`send_cancel`, :meth:`wake_later`) and how the error is raised
     (:meth:`raised`).
 
-    :param window: the demand window (items, >= 1).
+    :param window: the demand window (items, >= 1), requested up front.
+    :param max_window: the most items the window may grow to by ``window_bytes`` (None:
+        ``window``, no growth).
+    :param window_bytes: bytes (as :meth:`item_size` counts them) the window may hold when
+        the items are small; 0: the window stays ``window`` items.
     """
 
     __slots__ = ("_limit", "_consumed", "_queue", "_waiter", "_done", "_open", "_error",
-                 "_wake_pending")
+                 "_wake_pending", "_window", "_max_window", "_window_bytes", "_sizing",
+                 "_max_size")
 
     #: what the iterator is called in messages
     kind = "stream"
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, *, max_window: int | None = None,
+                 window_bytes: int = 0) -> None:
+        self._window = window
         self._limit = max(1, window // 2)
         self._consumed = 0
+        self._max_window = window if max_window is None else max(window, max_window)
+        self._window_bytes = window_bytes
+        #: items are being sized (the window may still grow)
+        self._sizing = window_bytes > 0 and self._max_window > window
+        self._max_size = 0  # the largest item seen so far (bytes, see item_size)
         self._queue: deque[Any] = deque()
         self._waiter: Deferred[Any] | None = None
         self._done = False
@@ -81,7 +100,10 @@ class InboundItems:
         queue = self._queue
         if queue:
             item = queue.popleft()
-            self._consume(1)
+            if self._open:  # (_consume(1) inlined: the per-item path)
+                self._consumed += 1
+                if self._consumed >= self._limit:
+                    self._replenish()
             return item
         if self._done:
             self._stop()
@@ -135,8 +157,35 @@ class InboundItems:
             return
         self._consumed += n
         if self._consumed >= self._limit:
-            n, self._consumed = self._consumed, 0
-            self.request(n)
+            self._replenish()
+
+    def _replenish(self) -> None:
+        """Request what was consumed (and what the window grew by)."""
+        n, self._consumed = self._consumed, 0
+        if self._sizing:
+            n += self._grow()
+        self.request(n)
+
+    def _grow(self) -> int:
+        """Size the window by bytes: as many items of the largest size seen so far as fit
+        ``window_bytes``, between the initial window and ``max_window``. Returns the items it
+        grew by (requested on top of the replenishment)."""
+        if self._max_size == 0:
+            return 0  # nothing sized yet
+        target = min(self._max_window, self._window_bytes // self._max_size)
+        # the largest size seen only grows, so the target only shrinks: sized once is enough
+        self._sizing = False
+        extra = target - self._window
+        if extra <= 0:
+            return 0
+        self._window = target
+        self._limit = max(1, target // 2)
+        return extra
+
+    def item_size(self, item: Any) -> int:
+        """Bytes ``item`` counts for the byte window (a subclass that sizes items overrides
+        it; the default, 1, makes every item count as one byte)."""
+        return 1
 
     # -- protocol side --------------------------------------------------------------------
 
@@ -144,6 +193,10 @@ class InboundItems:
         """An item arrived: queue it (and wake a waiting consumer)."""
         if self._done:
             return
+        if self._sizing:
+            size = self.item_size(item)
+            if size > self._max_size:
+                self._max_size = size
         self._queue.append(item)
         if self._waiter is not None and not self._wake_pending:
             if self.wake_later():

@@ -164,6 +164,11 @@ class IStreamHost(Interface):
         """Queue ``payload`` (a :class:`~rsocket_tx.core.payload.Payload`) as the next item
         of ``stream_id`` (uses one credit). Written at the next :meth:`flush`."""
 
+    def send_items(stream_id: int, payloads) -> None:
+        """Queue ``payloads`` (a list of :class:`~rsocket_tx.core.payload.Payload`) as the
+        next items of ``stream_id``, one credit each: :meth:`send_item` for each, in one
+        call (a pump's batch). Written at the next :meth:`flush`."""
+
     def request_more(stream_id: int, n: int) -> None:
         """Grant the peer ``n`` more items on ``stream_id`` (REQUEST_N), written at once."""
 
@@ -192,6 +197,10 @@ class IStreamReceiver(Interface):
 
     def on_next(payload) -> None:
         """An item (:class:`~rsocket_tx.core.payload.Payload`) arrived."""
+
+    def on_next_batch(payloads) -> None:
+        """Several items (a list of :class:`~rsocket_tx.core.payload.Payload`, in order)
+        arrived in one read: :meth:`on_next` for each, in one call."""
 
     def on_complete() -> None:
         """The peer completed the stream."""
@@ -233,6 +242,14 @@ class IRequesterHost(Interface):
     is_closing = Attribute("bool: a graceful close is draining the open streams.")
     resumes = Attribute("int: successful resumptions of this session.")
     lease = Attribute("The connection's :class:`~rsocket_tx.lease.LeaseHandle`.")
+    reactor = Attribute("The ``IReactorTime`` provider request timeouts are scheduled with.")
+    connection = Attribute(
+        "The sans-IO :class:`~rsocket_tx.core.connection.RSocketConnection` (its ``config``: "
+        "the send limits), or None before the transport is connected.")
+    max_send_buffer_size = Attribute(
+        "int: bytes that may wait in the transport for the peer to read (the "
+        "``ConnectionConfig`` setting); a payload that needs more is refused before it is "
+        "sent (:func:`~rsocket_tx.streams.check_send_size`).")
 
     def request_response(payload):
         """Request-response: a Deferred of the response Payload."""
@@ -243,12 +260,14 @@ class IRequesterHost(Interface):
     def metadata_push(metadata: bytes):
         """METADATA_PUSH: a Deferred firing once the frame is handed to the transport."""
 
-    def request_stream(payload, prefetch: int):
-        """Request-stream: a :class:`~rsocket_tx.streams.RequestStream`."""
+    def request_stream(payload, prefetch: int | None):
+        """Request-stream: a :class:`~rsocket_tx.streams.RequestStream` (``prefetch`` None:
+        the default window, sized by bytes too; a number: a fixed window of items)."""
 
-    def request_channel(payload, outbound, prefetch: int, complete: bool):
+    def request_channel(payload, outbound, prefetch: int | None, complete: bool, encode=None):
         """Request-channel: the responder's items as a
-        :class:`~rsocket_tx.streams.RequestStream`."""
+        :class:`~rsocket_tx.streams.RequestStream`; ``encode`` (a codec's ``encode``, or
+        None) turns ``outbound`` items that are not Payloads into payload data."""
 
     def when_closed():
         """A Deferred firing with None once the connection is over and its transport gone."""

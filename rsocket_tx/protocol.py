@@ -56,11 +56,11 @@ from twisted.internet.defer import (
     succeed,
 )
 from twisted.internet.protocol import ClientFactory, Factory
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from .bridge import ABORT_DELAY, MuxProtocol, describe_loss, failure_for
+from .bridge import ABORT_DELAY, ConnectionLogger, MuxProtocol, describe_loss, failure_for
 from .core import errors as E
 from .core.config import ConnectionConfig, check_drain_timeout
 from .core.connection import Role, RSocketConnection
@@ -73,6 +73,7 @@ from .core.events import (
     LeaseReceived,
     MetadataPushReceived,
     PayloadReceived,
+    PayloadsReceived,
     RequestNReceived,
     RequestReceived,
     ResumeReceived,
@@ -84,6 +85,7 @@ from .core.lease import NO_LEASE, LeasePolicy
 from .core.payload import Payload
 from .core.resume import Backoff, SessionStore
 from .core.sniff import WEBSOCKET_SUBPROTOCOL
+from .interceptors import Interceptor, observe
 from .interfaces import (
     IConnectionObserver,
     IFrameTransport,
@@ -98,6 +100,7 @@ from .streams import (
     DEFAULT_PREFETCH,
     OutboundPump,
     RequestStream,
+    check_send_limit,
     to_rsocket_error,
 )
 from .transports.limits import ConnectionLimit, RefusedConnection
@@ -113,9 +116,6 @@ __all__ = [
     "build_config",
 ]
 
-_log = Logger()
-
-
 def _as_deferred(result) -> Deferred | None:
     """The Deferred a handler returned (a coroutine is wrapped), or None for a plain value."""
     if result is None or result.__class__ is Payload:
@@ -125,6 +125,34 @@ def _as_deferred(result) -> Deferred | None:
     if inspect.iscoroutine(result):
         return ensureDeferred(result)
     return None
+
+
+def _words(error: E.RSocketError | None) -> str:
+    """An error in a log line's words: a :class:`~rsocket_tx.core.errors.ConnectionLostError`
+    (the transport, the peer's silence: no frame) by its message, any other as
+    ``"ERROR[CODE]: message"``."""
+    if error is None:
+        return "no error"
+    if isinstance(error, E.ConnectionLostError):
+        return error.message
+    return f"ERROR[{E.error_code_name(error.error_code)}]: {error.message}"
+
+
+def _end_reason(event: ConnectionClosed) -> str:
+    """Why the connection closed, for its "closed" log line."""
+    error = event.error
+    if error is None:
+        return "closed by this side"
+    if isinstance(error, E.ConnectionLostError):
+        return error.message  # e.g. "the peer closed the connection without CONNECTION_CLOSE"
+    if not event.by_peer:
+        return f"closed by this side with {_words(error)}"
+    if isinstance(error, E.ProtocolError):
+        return (f"the peer broke the protocol ({error.message}): closed with "
+                "ERROR[CONNECTION_ERROR]")
+    if isinstance(error, E.ConnectionCloseError):
+        return f"the peer closed the connection ({_words(error)})"
+    return f"ended by the peer: {_words(error)}"
 
 
 @implementer(IConnectionObserver)
@@ -177,6 +205,12 @@ class RSocketProtocol(MuxProtocol):
         close reason and the errors of its requests say the same.
     """
 
+    #: what the log lines call the wire format (``"RSocket server connection opened"``)
+    wire_name = "RSocket"
+    #: the words of a transport that closed cleanly while the connection was open (it ends
+    #: with ERROR[CONNECTION_CLOSE], or an ERROR on stream 0, when a peer means to close)
+    clean_close = "the peer closed the connection without CONNECTION_CLOSE"
+
     #: The sans-IO connection class, built as ``connection_class(role, config, setup=...,
     #: now=..., frame_logger=...)``: RSocket 1.0's; a wire format that speaks the same
     #: methods and events plugs in its own (the 2015 draft,
@@ -192,6 +226,10 @@ class RSocketProtocol(MuxProtocol):
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self._role = role
         self._config = config
+        # the request-n window of the streams we receive, sized by bytes too (spec §Flow
+        # Control; ConnectionConfig.stream_window_bytes)
+        self._window = {"max_window": config.max_stream_window,
+                        "window_bytes": config.stream_window_bytes}
         self._responder = responder
         self._responder_factory = responder_factory
         self._setup_frame = setup
@@ -227,6 +265,7 @@ class RSocketProtocol(MuxProtocol):
         }
         self.event_handlers = {
             PayloadReceived: self._on_payload,
+            PayloadsReceived: self._on_payloads,
             RequestReceived: self._on_request,
             RequestNReceived: self._on_request_n,
             CancelReceived: self._on_cancel,
@@ -240,6 +279,10 @@ class RSocketProtocol(MuxProtocol):
             ConnectionResumed: self._on_resumed,
             ResumeReceived: self._on_resume_received,
         }
+
+    @property
+    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
+        return f"{self.wire_name} {self._role}"
 
     # (the test-suite reads these under their former names)
     _ended = property(lambda self: self.ended)
@@ -273,14 +316,26 @@ class RSocketProtocol(MuxProtocol):
         if self.message_transport:
             # a message transport: one frame per message, no length prefix
             config = dataclasses.replace(config, length_prefixed=False)
+        frame_logger = self._frame_logger
+        if frame_logger is not None:
+            for_connection = getattr(frame_logger, "for_connection", None)
+            if for_connection is not None:  # its lines carry our connection id and peer
+                frame_logger = for_connection(self.log)
         conn = self._conn = self.connection_class(self._role, config, setup=self._setup_frame,
                                                   now=self.reactor.seconds(),
-                                                  frame_logger=self._frame_logger)
+                                                  frame_logger=frame_logger)
+        # the batch path of stream items (one event per stream and read), unless something
+        # observes each item (an interceptor wraps the PayloadReceived handler)
+        conn.batch_payloads = self.event_handlers.get(PayloadReceived) == self._on_payload
         # IStreamHost, bound straight to the connection: no extra call per item
         self.send_item = conn.send_payload
+        send_payloads = getattr(conn, "send_payloads", None)  # (the 2015 draft's has none)
+        if send_payloads is not None:
+            self.send_items = send_payloads
         self.credit = conn.credit
         if self._responder is not None:
             self._responder.rsocket = self.rsocket
+            self._give_log(self._responder)
             if self.setup_info is not None:
                 self._responder.setup = self.setup_info
         return conn
@@ -354,7 +409,7 @@ class RSocketProtocol(MuxProtocol):
         self.transport_gone = True
         conn = self._conn
         if conn is not None:
-            why = describe_loss(reason)
+            why = describe_loss(reason, self.clean_close)
             if conn.is_resumable and conn.is_open and not self.aborting:
                 self.handle_events(conn.detach(self.reactor.seconds(), why))
                 if conn.is_open:  # the session waits for a resume
@@ -369,7 +424,7 @@ class RSocketProtocol(MuxProtocol):
         """The peer does not read: abort the connection (nothing more is written); its
         requests fail with :class:`~rsocket_tx.core.errors.ExcessiveBufferingError`."""
         error = E.ExcessiveBufferingError(message)
-        _log.warn("RSocket connection aborted: {error}", error=error)
+        self.log.warn("RSocket connection aborted: {error}", error=error)
         self.handle_events_now(self._conn.connection_lost(error=error))
 
     def producing_resumed(self) -> None:
@@ -404,6 +459,7 @@ class RSocketProtocol(MuxProtocol):
     def _session_over(self) -> None:
         """The RSocket connection is over and no transport is left: tell the observer and
         whoever waits in :meth:`when_closed`."""
+        self.log_closed()
         self.observer.connection_lost(self)
         waiters, self._closed_waiters = self._closed_waiters, []
         for d in waiters:
@@ -479,10 +535,11 @@ class RSocketProtocol(MuxProtocol):
             self.transport.loseConnection()  # the session ended while we reconnected
             return
         if IFrameTransport.providedBy(self.transport) != self.message_transport:
-            _log.warn("RSocket session cannot resume over a transport of another kind "
-                      "(a byte stream and a message transport frame differently)")
+            self.log.warn("RSocket session cannot resume over a transport of another kind "
+                          "(a byte stream and a message transport frame differently)")
             self.transport.loseConnection()
             return
+        self.log.info("RSocket session reconnected: sending RESUME")
         self.transport.registerProducer(self, True)
         conn.start_resume(self.reactor.seconds())
         self.flush()  # RESUME, in one write
@@ -496,16 +553,16 @@ class RSocketProtocol(MuxProtocol):
 
     def _on_detached(self, event: ConnectionDetached) -> None:
         self.paused = True  # outbound pumps wait for the resume
-        _log.info("RSocket connection lost its transport ({error}); the session waits to be "
-                  "resumed", error=event.error)
+        self.log.info("RSocket connection lost its transport ({why}); the session waits to "
+                      "be resumed", why=_words(event.error))
         if self.transport is not None and not self.transport_gone:
             # presumed dead (max lifetime): drop it; its connectionLost finds us detached
             self.transport.abortConnection()
 
     def _on_resumed(self, event: ConnectionResumed) -> None:
         self.resumes += 1
-        _log.info("RSocket session resumed: {resent} frame(s) sent again from position "
-                  "{position}", resent=event.resent, position=event.position)
+        self.log.info("RSocket session resumed: {resent} frame(s) sent again from position "
+                      "{position}", resent=event.resent, position=event.position)
         self.observer.session_resumed(self)
         self.resumeProducing()  # pumps go on (what they send is queued after the resent)
         if self._conn.lease_enabled:
@@ -531,6 +588,9 @@ class RSocketProtocol(MuxProtocol):
             return
         self.stop_timers(abort=False)
         self._delegate = session
+        self.log.info("RESUME: this transport now carries session {session}",
+                      session=session.log.conn)
+        self.end_reason = f"its transport carried the resumed session {session.log.conn}"
         self.observer.connection_lost(self)  # the session is the connection now
         session.adopt_relay(self, event.frame)
 
@@ -572,10 +632,11 @@ class RSocketProtocol(MuxProtocol):
         try:
             responder = self._responder_factory()
             responder.rsocket = self.rsocket
+            self._give_log(responder)
             responder.setup = info
             self._responder = responder
         except Exception as exc:  # noqa: BLE001
-            _log.failure("the responder factory raised")
+            self.log.failure("the responder factory raised")
             self._reject_setup(E.RejectedSetupError(f"server error: {exc}"))
             return
         try:
@@ -592,7 +653,7 @@ class RSocketProtocol(MuxProtocol):
     def _setup_rejected(self, failure: Failure) -> None:
         exc = failure.value
         if not isinstance(exc, E.SetupError):
-            _log.failure("accept_setup raised", failure)
+            self.log.failure("accept_setup raised", failure)
             exc = E.RejectedSetupError(str(exc) or type(exc).__name__)
         self._reject_setup(exc)
 
@@ -621,14 +682,39 @@ class RSocketProtocol(MuxProtocol):
         if responder is None:  # a client without a responder
             responder = self._responder = Responder()
             responder.rsocket = self.rsocket
+            self._give_log(responder)
         self._serve[event.frame_type](responder, event)
+
+    def _give_log(self, responder: Responder) -> None:
+        """Give ``responder`` a ``log`` of this connection (its class's ``Logger``, whose
+        namespace it keeps, replaced by a :class:`~rsocket_tx.bridge.ConnectionLogger`):
+        what the application logs through ``self.log`` carries the connection id and peer.
+        A ``log`` that is no class-level ``Logger`` is left alone."""
+        current = getattr(responder, "log", None)
+        if "log" in getattr(responder, "__dict__", ("log",)) and \
+                not isinstance(current, ConnectionLogger):
+            return  # (set on the instance by the application: its own)
+        if isinstance(current, Logger):
+            responder.log = self.log.child(current.namespace)
 
     def _serve_response(self, responder: Responder, event: RequestReceived) -> None:
         sid = event.stream_id
         try:
             result = responder.request_response(event.payload)
         except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+            if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
+                self._handler_failed(Failure(), "request-response handler", sid)
             self._conn.send_error(sid, to_rsocket_error(exc))
+            return
+        if result.__class__ is Payload:  # answered at once: the hot path, no Deferred
+            metadata = result.metadata
+            if len(result.data) + (len(metadata) if metadata else 0) \
+                    > self.max_send_buffer_size * 3 // 4 - 16:
+                self._respond(result, sid)  # (large: checked against the send limit)
+                return
+            conn = self._conn
+            if conn.has_stream(sid):
+                conn.send_payload(sid, result, True)
             return
         d = _as_deferred(result)
         if d is None:
@@ -638,7 +724,17 @@ class RSocketProtocol(MuxProtocol):
             d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None, (sid,))
 
     def _serve_fnf(self, responder: Responder, event: RequestReceived) -> None:
-        self._call_one_way(responder.fire_and_forget, event.payload)
+        # (_call_one_way inlined: the whole server path of a fire-and-forget)
+        handler = responder.fire_and_forget
+        try:
+            result = handler(event.payload)
+        except Exception:  # noqa: BLE001 - logged: there is nobody to answer
+            self._one_way_failed(Failure(), handler)
+            return
+        if result is not None:
+            d = _as_deferred(result)
+            if d is not None:
+                d.addErrback(self._one_way_failed, handler)
 
     def _serve_stream(self, responder: Responder, event: RequestReceived) -> None:
         self._start_pump(event.stream_id, responder.request_stream, event.payload)
@@ -654,25 +750,49 @@ class RSocketProtocol(MuxProtocol):
         inbound.attach_outbound(
             self._start_pump(sid, responder.request_channel, event.payload, inbound))
 
-    @staticmethod
-    def _call_one_way(handler, arg) -> None:
+    def _call_one_way(self, handler, arg) -> None:
         """Call a fire-and-forget or metadata-push handler: nothing goes back to the peer, so
-        its errors (raised, or from its Deferred or coroutine) are logged."""
+        its errors (raised, or from its Deferred or coroutine) are logged, deliberate
+        RSocketErrors too."""
         try:
             result = handler(arg)
         except Exception:  # noqa: BLE001 - logged: there is nobody to answer
-            _log.failure("{handler} raised", handler=handler.__qualname__)
+            self._one_way_failed(Failure(), handler)
             return
         d = _as_deferred(result)
         if d is not None:
-            d.addErrback(lambda f: _log.failure("{handler} failed", f,
-                                                handler=handler.__qualname__))
+            d.addErrback(self._one_way_failed, handler)
+
+    def _one_way_failed(self, failure: Failure, handler) -> None:
+        self.log.failure("{interaction} handler {handler} raised", failure,
+                         level=LogLevel.error, interaction=handler.__name__.replace("_", "-"),
+                         handler=handler.__qualname__)
+        failure.cleanFailure()  # (its frames would hold this protocol in a cycle)
+
+    def _handler_failed(self, failure: Failure, what: str, sid: int) -> None:
+        """A responder's handler raised ``failure`` (or its Deferred, coroutine or source
+        failed with it): unless it is a deliberate
+        :class:`~rsocket_tx.core.errors.RSocketError`, a bug: logged with its traceback
+        (level error, as ``twisted.web`` logs a 500), since the requester gets only
+        ERROR[APPLICATION_ERROR] ``"Type: message"``."""
+        if isinstance(failure.value, E.RSocketError):
+            return
+        responder = self._responder
+        self.log.failure("{interaction} of {responder} failed on stream {stream_id} "
+                         "(the requester gets ERROR[APPLICATION_ERROR])", failure,
+                         level=LogLevel.error, interaction=what, stream_id=sid,
+                         responder=type(responder).__name__ if responder is not None
+                         else "the responder")
+        failure.cleanFailure()  # (its frames would hold this protocol in a cycle)
 
     def _start_pump(self, sid: int, handler, *args) -> OutboundPump | None:
         """Call a stream handler and start pumping what it returns (as credit allows)."""
         try:
             source = handler(*args)
         except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+            if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
+                self._handler_failed(Failure(), handler.__name__.replace("_", "-") + " handler",
+                                     sid)
             self._stream_failed_locally(sid, to_rsocket_error(exc))
             return None
         pump = OutboundPump(self, sid, source)
@@ -686,9 +806,23 @@ class RSocketProtocol(MuxProtocol):
         if payload is None:
             self._conn.send_complete(sid)
         elif not isinstance(payload, Payload):
+            responder = self._responder
+            self.log.error("request-response handler of {responder} returned {type} on stream "
+                           "{stream_id}; it must return a Payload (or None: no payload), "
+                           "directly or from a Deferred or coroutine", stream_id=sid,
+                           type=type(payload).__name__,
+                           responder=type(responder).__name__ if responder is not None
+                           else "the responder")
             self._conn.send_error(sid, E.ApplicationError(
                 f"request_response must return a Payload, not {type(payload).__name__}"))
         else:
+            try:
+                check_send_limit(self, payload)  # (larger, it would abort the connection)
+            except ValueError as exc:
+                self.log.error("the response on stream {stream_id} is not sent: {why}",
+                               stream_id=sid, why=str(exc))
+                self._conn.send_error(sid, E.ApplicationError(str(exc)))
+                return
             self._conn.send_payload(sid, payload, complete=True)
 
     def _respond_error(self, failure: Failure, sid: int) -> None:
@@ -703,8 +837,11 @@ class RSocketProtocol(MuxProtocol):
 
     def _respond_error_later(self, failure: Failure, sid: int) -> None:
         self._handlers.pop(sid, None)
-        if failure.check(CancelledError) or not self._conn.is_open:
-            return  # the requester canceled (we canceled the handler), or the connection ended
+        if failure.check(CancelledError):
+            return  # the requester canceled (we canceled the handler)
+        self._handler_failed(failure, "request-response handler", sid)
+        if not self._conn.is_open:
+            return  # the connection ended: nobody to answer
         self._respond_error(failure, sid)
         self.flush()
 
@@ -742,6 +879,11 @@ class RSocketProtocol(MuxProtocol):
             del self._inbound[sid]
             stream.on_complete()
 
+    def _on_payloads(self, event: PayloadsReceived) -> None:
+        stream = self._inbound.get(event.stream_id)
+        if stream is not None:
+            stream.on_next_batch(event.payloads)
+
     def _on_stream_errored(self, event: StreamErrored) -> None:
         # (handed to the application as a value: the frames of a traceback, where it was
         # raised in the connection, would keep the connection alive with it)
@@ -776,8 +918,8 @@ class RSocketProtocol(MuxProtocol):
     def _on_connection_closing(self, event: ConnectionClosing) -> None:
         self.schedule_tick()  # the drain deadline
         if event.by_peer:
-            _log.info("RSocket peer is closing the connection ({error}); waiting for "
-                      "{n} open stream(s)", error=event.error, n=event.open_streams)
+            self.log.info("RSocket peer is closing the connection ({why}); waiting for "
+                          "{n} open stream(s)", why=_words(event.error), n=event.open_streams)
 
     def _on_connection_closed(self, event: ConnectionClosed) -> None:
         if event.error is not None:
@@ -814,8 +956,7 @@ class RSocketProtocol(MuxProtocol):
         for stream in inbound.values():
             stream.on_error(error)
         self.cancel_tick()
-        if event.by_peer and event.error is not None and not self.aborting:
-            _log.info("RSocket connection closed: {error}", error=event.error)
+        self.end_reason = _end_reason(event)  # (logged when the transport is gone too)
         self.ended = True
         transport = self.transport
         if self.aborting:
@@ -857,6 +998,14 @@ class RSocketProtocol(MuxProtocol):
         ``send_payload`` once connected)."""
         self._conn.send_payload(stream_id, payload)
 
+    def send_items(self, stream_id: int, payloads: list[Payload]) -> None:
+        """Queue ``payloads`` on ``stream_id``, one credit each (see
+        :class:`~rsocket_tx.interfaces.IStreamHost`; bound to the connection's
+        ``send_payloads`` once connected)."""
+        send = self.send_item
+        for payload in payloads:
+            send(stream_id, payload)
+
     def wake_later(self, stream: RequestStream) -> bool:
         """See :meth:`~rsocket_tx.interfaces.IStreamHost.wake_later`."""
         if self.dispatching:
@@ -877,8 +1026,15 @@ class RSocketProtocol(MuxProtocol):
         self.flush()
 
     def pump_failed(self, pump: OutboundPump, error: E.RSocketError) -> None:
-        """``pump``'s source failed: ERROR ``error`` on its stream."""
+        """``pump``'s source failed: ERROR ``error`` on its stream. A responder's source
+        that raised something other than a deliberate RSocketError (``error.__cause__``, see
+        :meth:`~rsocket_tx.streams.OutboundPump.error_for`) is logged with its traceback."""
         sid = pump.stream_id
+        cause = error.__cause__
+        if cause is not None:
+            error.__cause__ = None  # (its traceback would hold the pump's frames)
+            if (sid & 1) != self._own_parity:  # (our own requests' errors reach their caller)
+                self._handler_failed(Failure(cause), "the stream source from the handler", sid)
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]
         self._stream_failed_locally(sid, error)
@@ -953,17 +1109,25 @@ class RSocketProtocol(MuxProtocol):
             raise E.LocalProtocolError("the RSocket connection is closed")
 
     def request_response(self, payload: Payload) -> Deferred:
-        self._check_open()
-        sid = self._conn.request_response(payload)
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            self._check_open()  # (raises)
+        sid = conn.request_response(payload)
         d = Deferred(lambda _: self.cancel(sid))
         self._responses[sid] = d
         self.flush_soon()
         return d
 
     def fire_and_forget(self, payload: Payload) -> Deferred:
-        self._check_open()
-        self._conn.fire_and_forget(payload)
-        return self._when_written()
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            self._check_open()  # (raises)
+        conn.fire_and_forget(payload)
+        # (_when_written inlined: the whole requester path of a fire-and-forget)
+        d = Deferred()
+        self._written.append(d)
+        self.flush_soon()
+        return d
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         self._check_open()
@@ -982,21 +1146,28 @@ class RSocketProtocol(MuxProtocol):
         for d in written:
             d.callback(None)
 
-    def request_stream(self, payload: Payload, prefetch: int) -> RequestStream:
+    def request_stream(self, payload: Payload, prefetch: int | None) -> RequestStream:
+        # (prefetch None: the default window, sized by bytes too; a number: fixed)
+        window = self._window if prefetch is None else {}
+        if prefetch is None:
+            prefetch = DEFAULT_PREFETCH
         self._check_open()
         sid = self._conn.request_stream(payload, prefetch)
-        stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
+        stream = self._inbound[sid] = RequestStream(self, sid, prefetch, **window)
         self.flush_soon()
         return stream
 
-    def request_channel(self, payload: Payload, outbound, prefetch: int,
-                        complete: bool) -> RequestStream:
+    def request_channel(self, payload: Payload, outbound, prefetch: int | None,
+                        complete: bool, encode=None) -> RequestStream:
+        window = self._window if prefetch is None else {}
+        if prefetch is None:
+            prefetch = DEFAULT_PREFETCH
         self._check_open()
         complete = complete or outbound is None
         sid = self._conn.request_channel(payload, prefetch, complete)
-        stream = self._inbound[sid] = RequestStream(self, sid, prefetch)
+        stream = self._inbound[sid] = RequestStream(self, sid, prefetch, **window)
         if not complete:
-            pump = OutboundPump(self, sid, outbound)
+            pump = OutboundPump(self, sid, outbound, encode)
             if not pump.stopped:
                 self._pumps[sid] = pump
             stream.attach_outbound(pump)
@@ -1164,6 +1335,9 @@ class RSocketServerFactory(Factory):
         several factories serve one server (e.g. RSocket and the Jini mux on one port);
         None: one of ``config.max_connections`` of this factory's own. Past it a new
         connection is aborted at once, before any RSocket state exists.
+    :param interceptors: :class:`~rsocket_tx.interceptors.Interceptor` instances told of
+        every connection and request (:doc:`/observability`); kept in the list
+        :attr:`interceptors`, where more may be added before connections are made.
     :param settings: ``fragment_size``, ``max_frame_size``, ``max_reassembled_size``,
         ``setup_timeout``, ``max_concurrent_streams``, ``max_send_buffer_size``,
         ``drain_timeout``, ``resume``, ``resume_session_timeout``,
@@ -1195,9 +1369,11 @@ class RSocketServerFactory(Factory):
                  reactor=None, config: ConnectionConfig | None = None,
                  lease_policy: LeasePolicy | None = None,
                  frame_logger: Callable | None = None,
-                 connection_limit: ConnectionLimit | None = None, **settings) -> None:
+                 connection_limit: ConnectionLimit | None = None,
+                 interceptors: Iterable[Interceptor] = (), **settings) -> None:
         _check_policy(lease_policy)
         self.lease_policy = lease_policy
+        self.interceptors = list(interceptors)
         if responder_factory is None:
             responder_factory = Responder
         if not callable(responder_factory):
@@ -1227,6 +1403,8 @@ class RSocketServerFactory(Factory):
                               lease_policy=self.lease_policy)
         proto.factory = self
         proto.connection_limit = limit  # released when its transport is lost
+        if self.interceptors:
+            observe(proto, self.interceptors)
         return proto
 
     def close_connections(self, drain_timeout: int | None = None,
@@ -1283,6 +1461,8 @@ class RSocketClientFactory(ClientFactory):
         ``resume_session_timeout`` ms have passed. None: a lost transport ends the session.
     :param lease_policy: with a ``setup`` that has the L flag (``make_setup(lease=True)``):
         what the client grants the server (None: unlimited leases).
+    :param interceptors: :class:`~rsocket_tx.interceptors.Interceptor` instances told of the
+        connection and its requests both ways (:doc:`/observability`).
     :param settings: ``fragment_size``, ``max_frame_size``, ``max_reassembled_size``,
         ``max_concurrent_streams``, ``max_send_buffer_size``, ``drain_timeout``,
         ``resume_session_timeout``, ``max_resume_buffer_size``, ``reconnect_initial_delay``,
@@ -1299,9 +1479,11 @@ class RSocketClientFactory(ClientFactory):
                  config: ConnectionConfig | None = None,
                  reconnect: Callable[[], Deferred] | None = None,
                  lease_policy: LeasePolicy | None = None,
-                 frame_logger: Callable | None = None, **settings) -> None:
+                 frame_logger: Callable | None = None,
+                 interceptors: Iterable[Interceptor] = (), **settings) -> None:
         _check_policy(lease_policy)
         self.lease_policy = lease_policy
+        self.interceptors = list(interceptors)
         self.setup = setup
         self.responder = responder
         self.reconnect = reconnect
@@ -1325,6 +1507,8 @@ class RSocketClientFactory(ClientFactory):
                               frame_logger=self.frame_logger,
                               lease_policy=self.lease_policy)
         proto.factory = self
+        if self.interceptors:
+            observe(proto, self.interceptors)
         return proto
 
     # IConnectionObserver
@@ -1365,7 +1549,8 @@ class RSocketClientFactory(ClientFactory):
         d.addCallbacks(_discard, self._reconnect_failed, errbackArgs=(protocol,))
 
     def _reconnect_failed(self, failure: Failure, protocol: RSocketProtocol) -> None:
-        _log.info("RSocket reconnection attempt failed: {why}", why=failure.getErrorMessage())
+        protocol.log.info("RSocket reconnection attempt failed: {why}",
+                          why=failure.getErrorMessage())
         if protocol.is_open and protocol.transport_gone:
             self.transport_lost(protocol)
 

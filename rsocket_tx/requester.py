@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 
+from .bridge import failure_for
 from .codecs import codec_for
+from .core.errors import RequestTimeout
 from .core.payload import Payload
 from .extensions import (
     COMPOSITE_METADATA,
@@ -16,7 +18,12 @@ from .extensions import (
     build_metadata,
     parse_metadata,
 )
-from .streams import DEFAULT_PREFETCH, DecodedStream, RequestStream
+from .streams import (
+    DecodedStream,
+    RequestStream,
+    check_send_limit,
+    check_timeout,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .interfaces import IRequesterHost
@@ -38,11 +45,39 @@ _OPTIONS_DOC = """
         :param accept_mime_types: the MIME types acceptable for the response data.
         :param tracing: a :class:`~rsocket_tx.extensions.ZipkinTrace`.
         :raises TypeError: ``payload`` cannot be encoded by the data MIME type's codec.
-        :raises ValueError: an option is malformed, or the metadata MIME type cannot carry it.
+        :raises ValueError: an option is malformed, or the metadata MIME type cannot carry it;
+            or the payload is over the local send limit (framed, it needs more than the
+            connection's ``max_send_buffer_size``): nothing is sent, the connection stays up.
 """
 
 
+def _expire(d: Deferred, timeout: float, reactor, what: str) -> None:
+    """Cancel ``d`` (its canceller sends CANCEL) if it has not fired after ``timeout``
+    seconds, failing it with RequestTimeout instead of CancelledError."""
+    expired = []
+
+    def expire() -> None:
+        expired.append(True)
+        d.cancel()
+
+    call = reactor.callLater(timeout, expire)
+
+    def done(result):
+        if call.active():
+            call.cancel()
+        elif expired and getattr(result, "check", None) is not None \
+                and result.check(CancelledError):
+            seconds = f"{timeout:g} second{'' if timeout == 1 else 's'}"
+            return failure_for(RequestTimeout(f"{what} timed out after {seconds}: canceled",
+                                              timeout))
+        return result
+
+    d.addBoth(done)
+
+
 def _check_prefetch(prefetch: int) -> None:
+    if prefetch is None:
+        return  # the default window (see request_stream)
     if not isinstance(prefetch, int) or not 1 <= prefetch <= 0x7FFFFFFF:
         raise ValueError(f"prefetch must be an integer in [1, 2147483647], got {prefetch!r}")
 
@@ -70,7 +105,7 @@ class RSocket:
         return self._protocol.setup_info
 
     @property
-    def closed(self) -> Deferred:
+    def closed(self) -> Deferred[None]:
         """A new Deferred that fires with None when the connection has closed and its
         transport is gone."""
         return self._protocol.when_closed()
@@ -132,21 +167,32 @@ class RSocket:
     def request_response(self, payload, *, route: str | None = None,
                          auth: Credentials | None = None, data_mime_type: str | None = None,
                          accept_mime_types=None, tracing: ZipkinTrace | None = None,
-                         decode: bool = False) -> Deferred:
+                         decode: bool = False, timeout: float | None = None) -> Deferred[Any]:
         """Request-response (spec §Request Response).
 
         :param payload: the request: a :class:`Payload`, or a value encoded by the data MIME
             type's codec (:mod:`rsocket_tx.codecs`).
         :param decode: deliver response data decoded (by the response's per-stream MIME type if
             it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
+        :param timeout: seconds (a positive, finite number) to wait for the response; past
+            it the request is canceled (CANCEL sent on its stream) and the Deferred fails with
+            :class:`~rsocket_tx.core.errors.RequestTimeout`. None (default): no time limit.
         :returns: Deferred firing with the response :class:`Payload` (None if the responder
             completed with no payload; the decoded value with ``decode=True``), or failing
             with the typed :class:`~rsocket_tx.core.errors.RSocketError` the responder sent,
             or :class:`~rsocket_tx.core.errors.ConnectionLostError`. ``cancel()`` on it sends
             CANCEL.
+        :raises ValueError: ``timeout`` is not positive and finite (:class:`TypeError`: not a
+            number).
         """
-        d = self._protocol.request_response(self._payload(
-            payload, route, auth, data_mime_type, accept_mime_types, tracing))
+        if timeout is not None:
+            check_timeout(timeout)
+        request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
+                                tracing)
+        check_send_limit(self._protocol, request)
+        d = self._protocol.request_response(request)
+        if timeout is not None:
+            _expire(d, timeout, self._protocol.reactor, "request-response")
         if decode:
             d.addCallback(self._decoder(data_mime_type))
         return d
@@ -156,82 +202,129 @@ class RSocket:
     def fire_and_forget(self, payload, *, route: str | None = None,
                         auth: Credentials | None = None, data_mime_type: str | None = None,
                         accept_mime_types=None, tracing: ZipkinTrace | None = None
-                        ) -> Deferred:
+                        ) -> Deferred[None]:
         """Fire-and-forget (spec §Request Fire-n-Forget).
 
         :param payload: a :class:`Payload`, or a value encoded by the data MIME type's codec.
         :returns: Deferred firing with None once the frame is handed to the transport (at the
             end of the current reactor turn: requests made in one turn share one write), or
             failing with ConnectionLostError if the connection is lost before that.
+
+        It takes no ``timeout``: nothing comes back to wait for, and a frame once queued
+        cannot be called back (spec: fire-and-forget has no CANCEL).
         """
-        return self._protocol.fire_and_forget(self._payload(
-            payload, route, auth, data_mime_type, accept_mime_types, tracing))
+        request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
+                                tracing)
+        check_send_limit(self._protocol, request)
+        return self._protocol.fire_and_forget(request)
 
     fire_and_forget.__doc__ += _OPTIONS_DOC
 
-    def metadata_push(self, metadata: bytes) -> Deferred:
+    def metadata_push(self, metadata: bytes) -> Deferred[None]:
         """METADATA_PUSH on stream 0 (spec §METADATA_PUSH Frame).
 
         :param metadata: bytes; must fit one frame (it cannot be fragmented).
         :returns: Deferred firing with None once the frame is handed to the transport (at the
             end of the current reactor turn: requests made in one turn share one write), or
             failing with ConnectionLostError if the connection is lost before that.
-        :raises TypeError: ``metadata`` is not bytes. :raises ValueError: too large.
+        :raises TypeError: ``metadata`` is not bytes. :raises ValueError: too large (for one
+            frame, or for the connection's ``max_send_buffer_size``).
+
+        It takes no ``timeout``, as :meth:`fire_and_forget`.
         """
         if not isinstance(metadata, bytes):
             raise TypeError(f"metadata must be bytes, got {type(metadata).__name__}")
+        check_send_limit(self._protocol, Payload(b"", metadata))
         return self._protocol.metadata_push(metadata)
 
-    def request_stream(self, payload, *, prefetch: int = DEFAULT_PREFETCH,
+    def request_stream(self, payload, *, prefetch: int | None = None,
                        route: str | None = None, auth: Credentials | None = None,
                        data_mime_type: str | None = None, accept_mime_types=None,
-                       tracing: ZipkinTrace | None = None, decode: bool = False
-                       ) -> RequestStream | DecodedStream:
+                       tracing: ZipkinTrace | None = None, decode: bool = False,
+                       timeout: float | None = None) -> RequestStream | DecodedStream:
         """Request-stream (spec §Request Stream).
 
         :param payload: a :class:`Payload`, or a value encoded by the data MIME type's codec.
-        :param prefetch: items requested up front (REQUEST_STREAM's initial request-n); more
-            are requested each time half of the window has been consumed.
+        :param prefetch: the request-n window (RSocket 1.0 Protocol §Flow Control): items
+            requested up front (REQUEST_STREAM's initial request-n); more are requested each
+            time half of the window has been consumed, so at most a window of items is
+            buffered. None (the default): 256 items up front
+            (:data:`~rsocket_tx.streams.DEFAULT_PREFETCH`), and while the items are small
+            the window grows to the connection's ``stream_window_bytes`` worth of them (256
+            KiB, at most ``max_stream_window`` items, see
+            :class:`~rsocket_tx.core.config.ConnectionConfig`), which keeps the responder
+            sending instead of waiting a round trip per window. A number: a fixed window of
+            that many items.
         :param decode: deliver response data decoded (by the response's per-stream MIME type if
             it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
+        :param timeout: seconds (a positive, finite number) the whole stream may take, from
+            the request to its end (not the time between items); past it the stream is
+            canceled (CANCEL sent) and iteration or ``collect()`` fails with
+            :class:`~rsocket_tx.core.errors.RequestTimeout` (items that arrived before come
+            first). None (default): no time limit.
         :returns: a :class:`~rsocket_tx.streams.RequestStream`: ``async for``, ``collect()``,
             ``cancel()`` (a :class:`~rsocket_tx.streams.DecodedStream` with ``decode=True``).
-        :raises ValueError: ``prefetch`` is not in [1, 2^31-1].
+        :raises ValueError: ``prefetch`` is not in [1, 2^31-1]; ``timeout`` is not positive
+            and finite (:class:`TypeError`: not a number).
         """
         _check_prefetch(prefetch)
-        stream = self._protocol.request_stream(self._payload(
-            payload, route, auth, data_mime_type, accept_mime_types, tracing), prefetch)
+        if timeout is not None:
+            check_timeout(timeout)
+        request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
+                                tracing)
+        check_send_limit(self._protocol, request)
+        stream = self._protocol.request_stream(request, prefetch)
+        if timeout is not None:
+            stream.expire_after(timeout, "request-stream")
         return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
 
     request_stream.__doc__ += _OPTIONS_DOC
 
-    def request_channel(self, payload, outbound=None, *, prefetch: int = DEFAULT_PREFETCH,
+    def request_channel(self, payload, outbound=None, *, prefetch: int | None = None,
                         complete: bool = False, route: str | None = None,
                         auth: Credentials | None = None, data_mime_type: str | None = None,
                         accept_mime_types=None, tracing: ZipkinTrace | None = None,
-                        decode: bool = False) -> RequestStream | DecodedStream:
+                        decode: bool = False, timeout: float | None = None
+                        ) -> RequestStream | DecodedStream:
         """Request-channel (spec §Request Channel).
 
         :param payload: the first payload (sent in the REQUEST_CHANNEL frame): a
             :class:`Payload`, or a value encoded by the data MIME type's codec; the options
             below apply to it.
-        :param outbound: further payloads: an iterable or async iterable of :class:`Payload`,
-            pulled only as the responder grants credit (REQUEST_N), plus one item ahead once
-            the credit is used up; its end sends COMPLETE and an exception it raises sends
-            ERROR[APPLICATION_ERROR], both without waiting for credit. None: our side completes
-            with the first payload (C flag).
+        :param outbound: further payloads: an iterable or async iterable of :class:`Payload`
+            or of values, each value encoded by the same codec as ``payload`` (the data MIME
+            type's), pulled only as the responder grants credit (REQUEST_N), plus one item
+            ahead once the credit is used up; its end sends COMPLETE and an exception it raises
+            sends ERROR[APPLICATION_ERROR], both without waiting for credit. A value the codec
+            cannot encode, or an item over the send limit, ends the channel (the responder
+            gets ERROR[APPLICATION_ERROR]) and iterating the returned stream raises that
+            TypeError or ValueError here. None: our side completes with the first payload
+            (C flag).
         :param prefetch: as :meth:`request_stream`, for the responder's payloads.
         :param complete: set the C flag on the REQUEST_CHANNEL frame (no further payloads).
         :param decode: deliver response data decoded (by the response's per-stream MIME type if
             it has one, else ``data_mime_type``, else the connection's) instead of Payloads.
+        :param timeout: as :meth:`request_stream`: the whole channel, canceled (CANCEL, both
+            directions end) when it passes.
         :returns: the responder's payloads as a :class:`~rsocket_tx.streams.RequestStream`
             (a :class:`~rsocket_tx.streams.DecodedStream` with ``decode=True``).
-        :raises ValueError: ``prefetch`` is not in [1, 2^31-1].
+        :raises ValueError: ``prefetch`` is not in [1, 2^31-1]; ``timeout`` is not positive
+            and finite (:class:`TypeError`: not a number).
         """
         _check_prefetch(prefetch)
-        stream = self._protocol.request_channel(self._payload(
-            payload, route, auth, data_mime_type, accept_mime_types, tracing),
-            outbound, prefetch, complete)
+        if timeout is not None:
+            check_timeout(timeout)
+        request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
+                                tracing)
+        check_send_limit(self._protocol, request)
+        encode = None
+        if outbound is not None and not complete:
+            setup = self._protocol.setup_info
+            encode = codec_for(data_mime_type or (setup.data_mime_type if setup is not None
+                                                  else None)).encode
+        stream = self._protocol.request_channel(request, outbound, prefetch, complete, encode)
+        if timeout is not None:
+            stream.expire_after(timeout, "request-channel")
         return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
 
     request_channel.__doc__ += _OPTIONS_DOC
@@ -255,7 +348,7 @@ class RSocket:
         return self._protocol.resumes
 
     @property
-    def resumed(self) -> Deferred:
+    def resumed(self) -> Deferred[None]:
         """A new Deferred firing with None at the session's next successful resumption, or
         failing with the error that ends the session first (e.g.
         :class:`~rsocket_tx.core.errors.RejectedResumeError`)."""
@@ -266,7 +359,7 @@ class RSocket:
         """True while a graceful close is draining the open streams (new requests refused)."""
         return self._protocol.is_closing
 
-    def close(self, drain_timeout: int | None = None) -> Deferred:
+    def close(self, drain_timeout: int | None = None) -> Deferred[None]:
         """Close the connection gracefully (spec §Error Codes, CONNECTION_CLOSE).
 
         New requests are refused at once (they raise

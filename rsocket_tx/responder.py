@@ -89,7 +89,9 @@ class Responder:
     end completes the stream without more credit). Raising
     :class:`~rsocket_tx.core.errors.RejectedError`,
     :class:`~rsocket_tx.core.errors.CanceledError` or :class:`~rsocket_tx.core.errors.InvalidError`
-    sends that code; any other exception sends ERROR[APPLICATION_ERROR] with its message.
+    sends that code; any other exception is a bug: it is logged with its traceback (level
+    error, :doc:`/logging`) and sends ERROR[APPLICATION_ERROR] with its type and message
+    (``"KeyError: 'missing-key'"``). A handler returning the wrong type is logged too.
     An interaction that is not overridden answers ERROR[REJECTED] naming it.
 
     Routed responders decorate methods with :class:`~rsocket_tx.routing.route` instead of
@@ -103,6 +105,10 @@ class Responder:
         SETUP's and routed requests' credentials, or None (no authentication).
     :ivar principal: the connection's principal, as the authenticator decided from the SETUP
         credentials (None without them).
+    :ivar log: a ``twisted.logger.Logger`` (namespace: the class's ``module.Name``); on a
+        connection, one of that connection
+        (:class:`~rsocket_tx.bridge.ConnectionLogger`): its lines carry the connection id and
+        the peer.
     """
 
     log = Logger()

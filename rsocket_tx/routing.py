@@ -50,6 +50,7 @@ from .extensions import (
     build_metadata,
     parse_metadata,
 )
+from .streams import DecodedStream
 
 __all__ = ["route", "Request", "Router", "Payloads", "INTERACTIONS"]
 
@@ -58,6 +59,7 @@ INTERACTIONS = ("request_response", "fire_and_forget", "request_stream", "reques
 
 _ROUTES_ATTR = "__rsocket_routes__"
 _FALLBACK_ATTR = "__rsocket_fallback__"
+_DECODE_ATTR = "__rsocket_decode_inbound__"
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -78,25 +80,38 @@ class route:  # noqa: N801 - a decorator, named like one
     :param patterns: one or more routes (str), each literal or with ``{name}`` variables.
     :param interaction: ``"request_response"`` (default), ``"fire_and_forget"``,
         ``"request_stream"`` or ``"request_channel"``.
-    :raises ValueError: no pattern, an empty or malformed pattern, an unknown interaction.
+    :param decode: request-channel: the handler's :attr:`Request.inbound` yields the
+        requester's further payloads decoded (:meth:`Request.decode`, by the request's data
+        MIME type, as :attr:`Request.data` is) instead of Payloads; malformed data raises
+        :class:`~rsocket_tx.core.errors.InvalidError` where it is consumed. It holds for the
+        method, on every channel route it serves.
+    :raises ValueError: no pattern, an empty or malformed pattern, an unknown interaction,
+        ``decode`` with an interaction other than request-channel.
 
     Decorators stack: one method may serve several routes or interactions.
     """
 
-    __slots__ = ("patterns", "interaction")
+    __slots__ = ("patterns", "interaction", "decode")
 
-    def __init__(self, *patterns: str, interaction: str = "request_response") -> None:
+    def __init__(self, *patterns: str, interaction: str = "request_response",
+                 decode: bool = False) -> None:
         if not patterns:
             raise ValueError("route() needs at least one route pattern")
         for pattern in patterns:
             _Pattern(pattern)  # validates
         self.patterns = patterns
         self.interaction = _check_interaction(interaction)
+        if decode and interaction != "request_channel":
+            raise ValueError("decode=True decodes a channel's inbound payloads: it needs "
+                             f"interaction='request_channel', not {interaction!r}")
+        self.decode = bool(decode)
 
     def __call__(self, fn: Callable) -> Callable:
         declared = getattr(fn, _ROUTES_ATTR, ())
         setattr(fn, _ROUTES_ATTR,
                 declared + tuple((p, self.interaction) for p in self.patterns))
+        if self.decode:
+            setattr(fn, _DECODE_ATTR, True)
         return fn
 
     @staticmethod
@@ -250,6 +265,8 @@ class Router:
                                   setup.metadata_mime_type if setup is not None else OCTET_STREAM)
         fn, variables = self.match(interaction, metadata.route)
         request = Request(responder, interaction, payload, metadata, variables, inbound)
+        if inbound is not None and getattr(fn, _DECODE_ATTR, False):
+            request.inbound = DecodedStream(inbound, request.decode)
         authenticator = responder.authenticator
         if authenticator is None:
             request.principal = responder.principal
@@ -293,7 +310,9 @@ class Request:
         per-request credentials' principal, else the connection's); None without an
         authenticator unless the connection has one.
     :ivar inbound: request-channel: the requester's further payloads as a
-        :class:`~rsocket_tx.streams.RequestStream` (decode each with :meth:`decode`); else None.
+        :class:`~rsocket_tx.streams.RequestStream` (decode each with :meth:`decode`), or, for
+        a handler routed with ``decode=True``, as a
+        :class:`~rsocket_tx.streams.DecodedStream` of decoded values; else None.
     """
 
     __slots__ = ("responder", "interaction", "payload", "metadata", "variables", "principal",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IListeningPort
 
 from .core.config import ConnectionConfig
 from .core.lease import LeasePolicy
+from .interceptors import Interceptor
 from .protocol import SERVER_SETTINGS, RSocketServerFactory, build_config
 from .responder import Responder
 from .transports.endpoints import server_endpoint
@@ -18,7 +20,8 @@ __all__ = ["serve", "ServerPort"]
 
 def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
           config: ConnectionConfig | None = None, lease_policy: LeasePolicy | None = None,
-          frame_logger: Callable | None = None, **settings) -> Deferred:
+          frame_logger: Callable | None = None, interceptors: Iterable[Interceptor] = (),
+          **settings) -> Deferred[IListeningPort]:
     """Serve RSocket on ``endpoint``.
 
     :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,
@@ -46,7 +49,7 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         refused, the connection stays up.
     :param max_lifetime_limit: largest max lifetime a client may declare in SETUP,
         milliseconds (default 600,000; 0: no limit); above it ERROR[UNSUPPORTED_SETUP].
-    :param max_connections: connections open at once (default 10,000); past it new ones are
+    :param max_connections: connections open at once (default 4,096); past it new ones are
         closed at once and the log says so. The endpoint's listen queue is 1,024 unless its
         string says ``backlog=N``.
     :param max_concurrent_streams: streams one client may have open towards the server at
@@ -77,6 +80,9 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :param lease_grace: milliseconds a grant stays valid past its time-to-live, for the
         requests in flight (default 1,000).
     :param frame_logger: ``callable(direction, frame)`` debug hook.
+    :param interceptors: :class:`~rsocket_tx.interceptors.Interceptor` instances told of
+        every connection and request (:doc:`/observability`), e.g.
+        :class:`rsocket_tx.metrics.PrometheusInterceptor`.
     :returns: Deferred firing with the ``IListeningPort``; its ``factory`` is the
         :class:`~rsocket_tx.protocol.RSocketServerFactory` (for endpoints whose port has
         another factory, e.g. TLS, a :class:`ServerPort` wrapping the port).
@@ -90,5 +96,6 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         responder_factory = DemoResponder
     config = build_config(config, settings, SERVER_SETTINGS, "serve")
     factory = RSocketServerFactory(responder_factory, reactor=reactor, config=config,
-                                   lease_policy=lease_policy, frame_logger=frame_logger)
+                                   lease_policy=lease_policy, frame_logger=frame_logger,
+                                   interceptors=interceptors)
     return listen(server_endpoint(reactor, endpoint), factory)

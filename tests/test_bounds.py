@@ -244,7 +244,7 @@ def test_connection_limit_checks():
     with pytest.raises(ValueError, match="max_connections must be an integer >= 1"):
         ConnectionLimit(0)
     limit = ConnectionLimit()
-    assert limit.max_connections == DEFAULT_MAX_CONNECTIONS == 10_000
+    assert limit.max_connections == DEFAULT_MAX_CONNECTIONS == 4096
     with pytest.raises(ValueError, match="without a connection counted"):
         limit.release()
 
@@ -264,7 +264,7 @@ def test_the_server_factory_takes_max_connections():
     factory = RSocketServerFactory(EchoResponder, reactor=Clock(), max_connections=7)
     assert factory.connection_limit.max_connections == 7
     assert RSocketServerFactory(EchoResponder, reactor=Clock()).connection_limit \
-        .max_connections == 10_000
+        .max_connections == 4096
 
 
 # -- backlog -------------------------------------------------------------------------------------

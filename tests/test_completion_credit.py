@@ -173,12 +173,14 @@ def test_stream_completes_when_the_credit_equals_the_item_count(kind, credit):
 
 @pytest.mark.parametrize("credit", CREDITS)
 @pytest.mark.parametrize("kind", ["generator", "async generator", "batch source"])
+@pytest.mark.logs_failure("the responder's source raises on purpose: the server logs it",
+                          match=r"builtins\.ValueError: late")
 def test_stream_error_after_the_last_credited_item_needs_no_credit(kind, credit):
     proto, transport = stream_server(lambda payload: source(kind, credit, ValueError("late")))
     proto.dataReceived(wire(RequestStreamFrame(stream_id=1, initial_request_n=credit)))
     frames = take(transport)
     assert nexts(frames) == [p.data for p in items(credit)]
-    assert application_error(frames).data == b"late"
+    assert application_error(frames).data == b"ValueError: late"
 
 
 @pytest.mark.parametrize("credit", CREDITS)
@@ -201,7 +203,11 @@ def test_stream_whose_async_source_ends_later_completes_without_credit(credit):
 
 
 @pytest.mark.parametrize("credit", CREDITS)
-@pytest.mark.parametrize("end", ["complete", "error"])
+@pytest.mark.parametrize("end", [
+    "complete",
+    pytest.param("error", marks=pytest.mark.logs_failure(
+        "the responder's source fails on purpose: the server logs it",
+        match=r"builtins\.ValueError: feed failed"))])
 def test_stream_whose_batch_source_ends_later_ends_without_credit(credit, end):
     src = BatchSource(items(credit))
     proto, transport = stream_server(lambda payload: src)
@@ -212,7 +218,7 @@ def test_stream_whose_batch_source_ends_later_ends_without_credit(credit, end):
         assert take(transport) == [PayloadFrame(stream_id=1, complete=True)]
     else:
         src.feed(error=ValueError("feed failed"))
-        assert application_error(take(transport)).data == b"feed failed"
+        assert application_error(take(transport)).data == b"ValueError: feed failed"
 
 
 @pytest.mark.parametrize("kind", ["generator", "async generator", "batch source"])
@@ -352,7 +358,7 @@ def test_channel_requester_outbound_error_needs_no_credit(kind, credit):
     proto.dataReceived(wire(RequestNFrame(stream_id=1, request_n=credit)))
     frames = take(transport)
     assert nexts(frames) == [p.data for p in items(credit)]
-    assert application_error(frames).data == b"input broke"
+    assert application_error(frames).data == b"ValueError: input broke"
     assert stream.ended
 
 

@@ -284,7 +284,7 @@ async def test_one_port_counts_websocket_connections_until_their_transport_is_lo
 
 
 def test_one_port_cap_settings():
-    assert OnePortConfig().max_connections == 10_000
+    assert OnePortConfig().max_connections == 4_096
     with pytest.raises(ValueError, match="max_connections"):
         OnePortConfig(max_connections=0)
     shared = ConnectionLimit(5, reactor=Clock())
@@ -406,5 +406,5 @@ def _cap(settings) -> int:
 def test_twistd_max_connections_is_checked(tap):
     message = options_usage_error(tap.Options, "--max-connections", "0")
     assert "--max-connections" in message and "connections" in message
-    assert _cap(parse_options(tap.Options)["settings"]) == 10_000
+    assert _cap(parse_options(tap.Options)["settings"]) == 4_096
     assert _cap(parse_options(tap.Options, "--max-connections", "7")["settings"]) == 7

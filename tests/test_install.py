@@ -28,8 +28,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: what a build of the project reads
-PROJECT_FILES = ("setup.cfg", "pyproject.toml", "README.rst", "rsocket_tx", "pyspark_rsocket",
-                 "twisted")
+PROJECT_FILES = ("setup.cfg", "pyproject.toml", "README.rst", "LICENSE", "rsocket_tx",
+                 "pyspark_rsocket", "twisted")
 #: seconds any one step may take (the machine may be loaded)
 STEP_TIMEOUT = 300
 #: ``twistd`` itself, run with ``python -c``
@@ -56,9 +56,8 @@ def fresh_venv(directory: Path) -> Path:
     return python
 
 
-@pytest.mark.parametrize("editable", [True, False], ids=["pip-install-e", "pip-install"])
-def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, editable: bool):
-    project = tmp_path / "project"
+def copy_project(project: Path) -> Path:
+    """Copy what a build reads into ``project``; returns it."""
     for name in PROJECT_FILES:
         source = REPO / name
         if source.is_dir():
@@ -67,6 +66,12 @@ def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, edita
         else:
             project.mkdir(exist_ok=True)
             shutil.copy2(source, project / name)
+    return project
+
+
+@pytest.mark.parametrize("editable", [True, False], ids=["pip-install-e", "pip-install"])
+def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, editable: bool):
+    project = copy_project(tmp_path / "project")
     python = fresh_venv(tmp_path / "venv")
     elsewhere = tmp_path / "elsewhere"  # not the project: nothing found through the cwd
     elsewhere.mkdir()
@@ -94,3 +99,57 @@ def test_twistd_finds_the_rsocket_plugin_after_pip_install(tmp_path: Path, edita
         assert option in twistd.stdout
     # PEP 561: the package says it is typed
     assert (location.parent / "py.typed").is_file()
+
+
+def test_the_wheel_ships_license_typing_marker_and_metadata(tmp_path: Path):
+    """A wheel built from the checkout (offline) carries the Apache-2.0 LICENSE, the PEP 561
+    ``py.typed`` marker, the version of ``rsocket_tx.__version__`` (its one source) and the
+    classifiers and project URLs of setup.cfg."""
+    import email
+    import zipfile
+
+    import rsocket_tx
+
+    project = copy_project(tmp_path / "project")
+    wheels = tmp_path / "wheels"
+    build = run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
+                 "--no-build-isolation", "--wheel-dir", str(wheels), str(project)], cwd=tmp_path)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (wheel,) = wheels.glob("rsocket_tx-*.whl")
+    assert wheel.name.startswith(f"rsocket_tx-{rsocket_tx.__version__}-")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        dist_info = f"rsocket_tx-{rsocket_tx.__version__}.dist-info"
+        (license_name,) = [n for n in names
+                           if n.startswith(dist_info + "/") and n.endswith("LICENSE")]
+        license_text = archive.read(license_name).decode()
+        metadata = email.message_from_bytes(archive.read(f"{dist_info}/METADATA"))
+    assert "rsocket_tx/py.typed" in names
+    assert "twisted/plugins/rsocket_tx_plugin.py" in names
+    assert license_text == (REPO / "LICENSE").read_text()
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text
+    assert metadata["Version"] == rsocket_tx.__version__
+    classifiers = metadata.get_all("Classifier")
+    for expected in ("Typing :: Typed", "Framework :: Twisted",
+                     "License :: OSI Approved :: Apache Software License",
+                     "Intended Audience :: Developers",
+                     *(f"Programming Language :: Python :: 3.{n}" for n in (10, 11, 12, 13))):
+        assert expected in classifiers
+    assert any(c.startswith("Development Status :: ") for c in classifiers)
+    assert metadata.get_all("Project-URL")
+    assert metadata["Requires-Python"] == ">=3.10"
+
+
+def test_make_demo_installs_the_package_alone():
+    """``make demo`` needs twistd and rsocket-tx only: its install has no extras (not the
+    dev tools, not Spark) and it builds no interop peers."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    plan = run(["make", "--dry-run", "--always-make", "demo"], cwd=REPO)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    installs = [line for line in plan.stdout.splitlines() if "pip install" in line]
+    assert installs and all(line.rstrip().endswith("install --quiet -e .")
+                            for line in installs), plan.stdout
+    assert "install_peers" not in plan.stdout and "[dev]" not in plan.stdout
+    assert "scripts/demo.sh" in plan.stdout

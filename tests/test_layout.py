@@ -266,7 +266,7 @@ def test_the_console_script_names_the_new_module() -> None:
 def test_python_dash_m_runs_the_command_line(module: str) -> None:
     """``python -m`` with the package, the old and the new module name: the same command line
     (a subcommand that loads the Jini face, which imports the CLI module, works too)."""
-    for argv, usage in ((["--help"], "usage: rsocket-tx [-h] COMMAND"),
+    for argv, usage in ((["--help"], "usage: rsocket-tx [-h] [--version] COMMAND"),
                         (["jini", "--help"], "usage: rsocket-tx jini [-h] JINI_COMMAND")):
         result = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,
                                 text=True, timeout=120, cwd=ROOT)

@@ -256,6 +256,8 @@ def test_one_read_is_answered_with_one_write():
 
 
 @pytest.mark.parametrize("bad", ["not a payload", 42])
+@pytest.mark.logs_failure("a stream source yielding a non-Payload is a bug: the server logs it",
+                          match=r"stream items must be Payload, not (str|int)")
 def test_handler_returning_a_non_payload_sends_application_error(bad):
     class R(Responder):
         def request_response(self, payload):

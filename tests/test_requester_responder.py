@@ -372,7 +372,7 @@ async def test_channel_outbound_error_reaches_responder(harness):
     seen, exc = await wait(inbound_result)
     assert seen == [b"a", b"b"]
     assert isinstance(exc, ApplicationError)
-    assert exc.message == "outbound boom"
+    assert exc.message == "ValueError: outbound boom"
     # the requester's side of the channel ends too (ERROR ends both directions)
     with pytest.raises(ApplicationError):
         await wait(drain(ch))
@@ -538,13 +538,15 @@ async def test_responder_error_reaches_requester_typed(harness, interaction, cls
 
 
 @pytest.mark.parametrize("interaction", ["response", "stream", "stream-mid", "channel"])
+@pytest.mark.logs_failure("a handler's KeyError is a bug: the server logs it",
+                          match=r"failed on stream \d+ .*\n(.*\n)*builtins\.KeyError: 'lookup'")
 @aio
 async def test_plain_exception_becomes_application_error(harness, interaction):
     rs = await harness.connect(await harness.serve(raising_responder(KeyError("lookup"))))
     _, exc = await wait(outcome(rs, interaction))
     assert type(exc) is ApplicationError
     assert exc.error_code == 0x201
-    assert "lookup" in exc.message
+    assert exc.message == "KeyError: 'lookup'"  # (the type is kept)
 
 
 @aio

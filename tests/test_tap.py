@@ -76,7 +76,7 @@ DEFAULT_FIELDS = {
     "max_lifetime_limit": 600_000,
     "max_setup_frame_size": 131_072,
     "max_reassembly_buffer_size": 67_108_864,
-    "max_connections": 10_000,
+    "max_connections": 4096,
     "debug": False,
 }
 #: every option given, --listen in all three spellings
@@ -183,7 +183,9 @@ def test_responder_module_that_fails_to_import(tmp_path, monkeypatch):
     (tmp_path / "broken_responders.py").write_text("raise RuntimeError('kaboom')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     message = usage_error("--responder", "broken_responders:X")
-    assert "importing module 'broken_responders' failed: RuntimeError: kaboom" in message
+    where = tmp_path / "broken_responders.py"
+    assert f"cannot import module 'broken_responders' from {where} line 1: RuntimeError: kaboom" \
+        in message
 
 
 def test_responder_not_a_subclass_message(monkeypatch):
@@ -366,7 +368,7 @@ def test_make_service_structure(recording_factory):
             max_frame_size=1000,
             max_reassembled_size=5000,
             setup_timeout=1234,
-            max_concurrent_streams=1024,
+            max_concurrent_streams=256,
             max_send_buffer_size=67_108_864,
             drain_timeout=10_000,
             resume=False,

@@ -22,6 +22,8 @@ __all__ = [
     "DEFAULT_MAX_RESUME_SESSIONS",
     "DEFAULT_MAX_SEND_BUFFER_SIZE",
     "DEFAULT_MAX_SETUP_FRAME_SIZE",
+    "DEFAULT_MAX_STREAM_WINDOW",
+    "DEFAULT_STREAM_WINDOW_BYTES",
     "DEFAULT_OUTBOUND_FRAME_LIMIT",
     "DEFAULT_RECONNECT_INITIAL_DELAY",
     "DEFAULT_RECONNECT_MAX_DELAY",
@@ -36,13 +38,21 @@ DEFAULT_MAX_LIFETIME = 90_000  # ms
 DEFAULT_MAX_REASSEMBLED_SIZE = 64 * 1024 * 1024  # bytes
 DEFAULT_SETUP_TIMEOUT = 30_000  # ms
 #: Streams the peer may have open towards us at once. Reactor's flatMap (what Java clients
-#: usually pipeline requests with) keeps 256 in flight; 1024 leaves room for several such
-#: clients on one connection while bounding the per-connection stream state a peer can pin.
-DEFAULT_MAX_CONCURRENT_STREAMS = 1024
+#: usually pipeline requests with) keeps 256 in flight, and 256 bounds the stream state a peer
+#: can pin on one connection to about 0.6 MiB (measured: an outstanding request answered by a
+#: coroutine holds 2.3 KiB; docs: Limits, "Memory budget").
+DEFAULT_MAX_CONCURRENT_STREAMS = 256
 #: Bytes waiting in the transport for a peer to read before it counts as not reading. The
 #: default max reassembled size: a payload as large as the largest we accept, sent in one
 #: write, fits.
 DEFAULT_MAX_SEND_BUFFER_SIZE = 64 * 1024 * 1024  # bytes
+#: Bytes of small items a request-stream or channel may ask for ahead of the application
+#: (docs: Flow control): four reads of 64 KiB, so that the responder keeps sending while
+#: the requester consumes, instead of idling a round trip per ``prefetch`` window.
+DEFAULT_STREAM_WINDOW_BYTES = 256 * 1024  # bytes
+#: The most items that byte window may reach on one stream (a bound on the items buffered
+#: when they are tiny).
+DEFAULT_MAX_STREAM_WINDOW = 8192  # items
 #: How long a graceful close waits for outstanding streams before it closes anyway.
 DEFAULT_DRAIN_TIMEOUT = 10_000  # ms
 #: Bytes of sent frames kept for resumption (spec §Resuming Operation).
@@ -67,8 +77,10 @@ DEFAULT_MAX_SETUP_FRAME_SIZE = 128 * 1024  # bytes
 #: payload of the default ``max_reassembled_size`` (or many smaller ones) at a time.
 DEFAULT_MAX_REASSEMBLY_BUFFER_SIZE = DEFAULT_MAX_REASSEMBLED_SIZE  # bytes
 #: Connections a server keeps open at once (transports, counted from accept to close); the
-#: protocol-neutral default of :mod:`rsocket_tx.transports.limits` too.
-DEFAULT_MAX_CONNECTIONS = 10_000
+#: protocol-neutral default of :mod:`rsocket_tx.transports.limits` too. With
+#: :data:`DEFAULT_MAX_CONCURRENT_STREAMS` it keeps the connection and stream state of a server
+#: on the defaults within about 2.4 GiB (docs: Limits, "Memory budget").
+DEFAULT_MAX_CONNECTIONS = 4096
 #: The largest max lifetime a client may declare in SETUP, in ms: 10 minutes, the longest
 #: default of the common clients (rsocket-py; rsocket-java and rsocket_tx use 90 s). Past it
 #: a silent (half-open) connection would hold its memory for up to 24.9 days.
@@ -126,11 +138,11 @@ class ConnectionConfig:
     :param max_connections: server: connections (transports) open at once, counted by the
         server factory from accept to close; past it a new connection is closed at once,
         before any RSocket state is allocated, and the log says so (see
-        :class:`~rsocket_tx.transports.limits.ConnectionLimit`). Default 10,000, at least 1.
+        :class:`~rsocket_tx.transports.limits.ConnectionLimit`). Default 4,096, at least 1.
     :param max_concurrent_streams: how many streams the *peer* may have open towards us at once
         (requests it made that have not ended, including requests still arriving in fragments;
         a fire-and-forget holds no stream). A request past it is answered with ERROR[REJECTED]
-        naming the limit; the connection stays up. Default 1024, at least 1.
+        naming the limit; the connection stays up. Default 256, at least 1.
     :param max_send_buffer_size: bytes that may wait in the transport for the peer to read:
         the write that filled the transport's buffer (it paused us) plus what we write until
         it has drained (it resumes us). Past it the peer is taken not to read: the connection
@@ -166,6 +178,16 @@ class ConnectionConfig:
         because the peer counts the time-to-live from the LEASE's arrival and its request
         still travels back to us (at least a round trip). A request past the time-to-live plus
         this grace is answered with ERROR[REJECTED]. Default 1,000; 0 is strict.
+    :param stream_window_bytes: the request-n window of the request-streams and channels we
+        make without a ``prefetch`` of our own, sized by bytes as well as items (RSocket 1.0
+        Protocol §Flow Control): 256 items are requested up front; while the items
+        that arrive are small, the window grows to as many items of the largest size seen as
+        fit this many bytes (counting data + metadata + 1 per item), at most
+        ``max_stream_window`` items; REQUEST_N tops it up each time half of it has been
+        consumed. A window never shrinks below 256 items. 0: the window stays 256 items.
+        Default 262,144 (256 KiB).
+    :param max_stream_window: the most items that byte window may grow to (such a stream
+        buffers at most ``max(256, max_stream_window)`` items). Default 8,192, at least 1.
     :param length_prefixed: True for byte-stream transports (TCP): frames carry the 24-bit
         length prefix. False for message transports (WebSocket).
     :raises ValueError: a setting is out of range (see :meth:`validate`).
@@ -191,6 +213,8 @@ class ConnectionConfig:
     reconnect_initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY
     reconnect_max_delay: int = DEFAULT_RECONNECT_MAX_DELAY
     lease_grace: int = DEFAULT_LEASE_GRACE
+    stream_window_bytes: int = DEFAULT_STREAM_WINDOW_BYTES
+    max_stream_window: int = DEFAULT_MAX_STREAM_WINDOW
     length_prefixed: bool = True
 
     def __post_init__(self) -> None:
@@ -229,6 +253,8 @@ class ConnectionConfig:
         _check_range("reconnect_max_delay", self.reconnect_max_delay,
                      self.reconnect_initial_delay, 2**31 - 1, "ms")
         _check_range("lease_grace", self.lease_grace, 0, 2**31 - 1, "ms")
+        _check_range("stream_window_bytes", self.stream_window_bytes, 0, 2**62, "bytes")
+        _check_range("max_stream_window", self.max_stream_window, 1, 2**31 - 1, "items")
 
     @property
     def setup_frame_limit(self) -> int:

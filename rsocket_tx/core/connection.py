@@ -61,6 +61,7 @@ from .events import (
     LeaseReceived,
     MetadataPushReceived,
     PayloadReceived,
+    PayloadsReceived,
     RequestNReceived,
     RequestReceived,
     ResumeReceived,
@@ -107,6 +108,7 @@ _PAYLOAD = int(FrameType.PAYLOAD)
 _PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), stream id, type+flags
 _U24 = Struct(">BH")
 _FCN = FLAG_FOLLOWS | FLAG_COMPLETE | FLAG_NEXT
+_NEXT_COMPLETE = FLAG_NEXT | FLAG_COMPLETE
 _NO_COPY_SIZE = 16384  # bytes of data above which a frame's header and data are queued apart
 _STREAM_ZERO = b"\x00\x00\x00\x00"
 
@@ -274,6 +276,10 @@ class RSocketConnection:
         #: an oversize length prefix that followed complete frames in one read: the
         #: connection fails once the caller has handled their events (:meth:`pending_events`)
         self.read_failure: E.FrameTooLargeError | None = None
+        #: return the whole items of a stream that arrive in one read as one
+        #: :class:`PayloadsReceived` instead of a :class:`PayloadReceived` each (the caller's
+        #: batch path; default False)
+        self.batch_payloads = False
         # resumption (None/0 unless the SETUP carried a resume token)
         self.resume_buffer: ResumeBuffer | None = None
         self._received = 0  # implied position of the stream frames received
@@ -542,6 +548,9 @@ class RSocketConnection:
         fast = self._frame_logger is None
         get_stream = self._streams.get
         append = events.append
+        batching = self.batch_payloads
+        batch: list[Payload] = []
+        batch_sid = batch_at = -1  # the batch open at the end of ``events``, if any
         for buf in frames:
             # fast path for the frequent frames (PAYLOAD and the four requests) on an open
             # connection: parsed here with no frame object; anything unusual or malformed takes
@@ -550,16 +559,32 @@ class RSocketConnection:
                 sid, tf = _HEADER.unpack_from(buf, 0)
                 ft = tf >> 10
                 if ft == _PAYLOAD and sid <= MAX_U31:
-                    if tf & _FCN == FLAG_NEXT:
-                        # the commonest frame: one whole item in the middle of a stream
+                    fcn = tf & _FCN
+                    if fcn == FLAG_NEXT or fcn == _NEXT_COMPLETE:
+                        # the commonest frames: one whole item in the middle of a stream, or
+                        # a whole last item (a request-response's answer)
                         s = get_stream(sid)
-                        if s is not None and s.recv_open and s.reassembly is None and \
-                                s.kind != RESPONSE:
+                        if s is not None and s.recv_open and s.reassembly is None:
                             parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
                             if parts is not None:
                                 if s.requester:
                                     self._setup_confirmed = True
-                                append(PayloadReceived(sid, Payload(parts[0], parts[1]), False))
+                                if fcn == FLAG_NEXT and s.kind != RESPONSE:
+                                    if not batching:
+                                        append(PayloadReceived(sid, Payload(parts[0], parts[1]),
+                                                               False))
+                                    elif sid == batch_sid and len(events) == batch_at:
+                                        batch.append(Payload(parts[0], parts[1]))
+                                    else:  # a new batch (another stream, or events between)
+                                        batch = [Payload(parts[0], parts[1])]
+                                        append(PayloadsReceived(sid, batch))
+                                        batch_sid, batch_at = sid, len(events)
+                                    continue
+                                # complete (a request-response answer is, with or without C)
+                                if self._streams.close_recv(s) and self._closing and \
+                                        not self._streams:
+                                    self._drained()
+                                append(PayloadReceived(sid, Payload(parts[0], parts[1]), True))
                                 continue
                     parts = _split(buf, 6, tf)
                     if parts is not None:
@@ -866,11 +891,32 @@ class RSocketConnection:
             request now (none yet, expired or used up; spec §Lease Semantics). The same holds
             for the other request methods.
         """
-        return self._send_request(RESPONSE, payload, 0)
+        return self._send_small_request(RESPONSE, payload)
 
     def fire_and_forget(self, payload: Payload) -> int:
         """Send REQUEST_FNF; return the stream id it used (the stream ends at once)."""
-        return self._send_request(FNF, payload, 0)
+        return self._send_small_request(FNF, payload)
+
+    def _send_small_request(self, kind: FrameType, payload: Payload) -> int:
+        """REQUEST_RESPONSE or REQUEST_FNF: :meth:`_send_request` with the frame built here
+        when nothing unusual applies (an open connection over a byte stream, no lease, no
+        resume, no frame logging, no metadata, a small payload): the per-request hot path."""
+        data = payload.data
+        size = 6 + len(data)
+        if self.state != _OPEN or self._closing or self._lease is not None or \
+                payload.metadata is not None or size > _NO_COPY_SIZE or \
+                not self._prefixed or self._frame_logger is not None or \
+                self.resume_buffer is not None or size > self._limit:
+            return self._send_request(kind, payload, 0)
+        try:
+            sid = self._ids.allocate()
+        except IdsExhausted:
+            raise self._ids_exhausted() from None
+        self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, kind << 10) +
+                         data)
+        if kind == RESPONSE:
+            self._streams.add(_Stream(sid, RESPONSE, True, False, True, None), remote=False)
+        return sid
 
     def request_stream(self, payload: Payload, initial_request_n: int) -> int:
         """Send REQUEST_STREAM granting ``initial_request_n`` (1..2^31-1) items."""
@@ -930,6 +976,50 @@ class RSocketConnection:
         # (the table removes the stream when both halves are closed)
         if complete and self._streams.close_send(s) and self._closing and not self._streams:
             self._drained()
+
+    def send_payloads(self, stream_id: int, payloads: list[Payload]) -> None:
+        """Send several items (onNext) on one stream: what :meth:`send_payload` does for each,
+        with the stream and its credit checked once (the batch path of a stream's pump).
+
+        :raises LocalProtocolError: the stream is not open for sending, or has fewer credits
+            than ``len(payloads)`` (nothing is sent then).
+        """
+        if type(self).send_payload is not RSocketConnection.send_payload:
+            # (a subclass observes each item it sends: send them one by one)
+            for payload in payloads:
+                self.send_payload(stream_id, payload)
+            return
+        s = self._sending_stream(stream_id)
+        credit = s.credit
+        if credit is None:  # (no credit to count: a request-response answer, one item)
+            for payload in payloads:
+                self.send_payload(stream_id, payload)
+            return
+        n = len(payloads)
+        if credit.available < n:
+            raise E.LocalProtocolError(
+                f"stream {stream_id}: {n} items, {credit.available} credit (REQUEST_N) left")
+        credit.available -= n
+        queue = self._queue_payload_bearing
+        if not self._prefixed or self._frame_logger is not None or \
+                self.resume_buffer is not None:
+            # (a message transport, frame logging, a resumable session: the general path)
+            for payload in payloads:
+                queue(_PAYLOAD, stream_id, FLAG_NEXT, b"", payload.data, payload.metadata)
+            return
+        # _queue_payload_bearing inlined for small items without metadata: one header pack
+        # and one concatenation each
+        append = self._out.append
+        pack = _PREFIXED_HEADER.pack
+        limit = min(self._limit, _NO_COPY_SIZE)
+        tf = (_PAYLOAD << 10) | FLAG_NEXT
+        for payload in payloads:
+            data = payload.data
+            size = 6 + len(data)
+            if size <= limit and payload.metadata is None:
+                append(pack(size >> 16, size & 0xFFFF, stream_id, tf) + data)
+            else:
+                queue(_PAYLOAD, stream_id, FLAG_NEXT, b"", data, payload.metadata)
 
     def send_complete(self, stream_id: int) -> None:
         """End our outbound half with a PAYLOAD carrying only C (onComplete)."""

@@ -17,6 +17,7 @@ __all__ = [
     "ApplicationError",
     "RejectedError",
     "CanceledError",
+    "RequestTimeout",
     "InvalidError",
     "ConnectionError",
     "ConnectionCloseError",
@@ -112,6 +113,25 @@ class CanceledError(StreamError):
     """
 
     default_code = ErrorCode.CANCELED
+
+
+class RequestTimeout(CanceledError, TimeoutError):
+    """A request we made did not finish within its ``timeout=`` (seconds): it was canceled
+    (CANCEL sent on its stream, RSocket 1.0 Protocol §Request Response, §Request Stream) and
+    its Deferred or stream fails with this.
+
+    Raised locally, never received: it is a :class:`CanceledError` (``error_code`` CANCELED,
+    0x203; the local application canceled the request) and a :class:`TimeoutError`, so either
+    ``except`` catches it.
+
+    :param message: what timed out, and after how long.
+    :param timeout: the timeout, in seconds.
+    :ivar timeout: as the parameter.
+    """
+
+    def __init__(self, message: str = "", timeout: float | None = None) -> None:
+        super().__init__(message)
+        self.timeout = timeout
 
 
 class InvalidError(StreamError):

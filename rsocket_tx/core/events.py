@@ -14,6 +14,7 @@ __all__ = [
     "SetupReceived",
     "RequestReceived",
     "PayloadReceived",
+    "PayloadsReceived",
     "RequestNReceived",
     "CancelReceived",
     "StreamErrored",
@@ -81,6 +82,20 @@ class PayloadReceived(Event):
         self.stream_id = stream_id
         self.payload = payload
         self.complete = complete
+
+
+class PayloadsReceived(Event):
+    """onNext of several whole items on one stream, in the order they arrived: consecutive
+    PAYLOAD frames (N, not C, not F) of one read, handed over as one batch. Only returned
+    when the caller asked for batches
+    (:attr:`~rsocket_tx.core.connection.RSocketConnection.batch_payloads`); otherwise each is
+    a :class:`PayloadReceived`. ``payloads`` is a list of :class:`Payload` (at least one)."""
+
+    __slots__ = ("stream_id", "payloads")
+
+    def __init__(self, stream_id: int, payloads: list[Payload]) -> None:
+        self.stream_id = stream_id
+        self.payloads = payloads
 
 
 class RequestNReceived(Event):

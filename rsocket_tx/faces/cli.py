@@ -13,6 +13,7 @@ Examples::
     echo -e "a\\nb" | rsocket-tx channel tcp://localhost:7878
     rsocket-tx fnf tcp://localhost:7878 -d "log me"
     rsocket-tx metadata-push tcp://localhost:7878 -m "tenant=blue"
+    rsocket-tx --version
     rsocket-tx request tcp://localhost:7878 --route orders.7 --auth-simple alice:secret \\
         --data-mime application/json -d '{"qty": 2}'
 
@@ -32,6 +33,10 @@ Output (``--output``):
   that is not valid UTF-8 is given base64-encoded under ``data_base64`` / ``metadata_base64``
   instead, and ``"metadata": null`` means the payload had no metadata.
 
+A client command writes only its own messages on standard error; ``--debug`` adds every frame
+and the library's log lines. Secrets given on the command line (``--auth-simple``'s password,
+``--auth-bearer``'s token, a URI's password) are written as ``***``.
+
 Exit status: 0 success; 1 the peer answered with an RSocket ERROR (its code name and message are
 printed on standard error); 2 bad usage or unreadable input; 3 cannot connect, or the connection
 was lost; 4 ``--timeout`` expired; 130 interrupted (SIGINT/SIGTERM) before the end.
@@ -41,16 +46,19 @@ from __future__ import annotations
 
 import argparse
 import base64
+import difflib
 import io
 import json
 import os
 import queue
+import re
 import sys
 import threading
 from collections.abc import Callable
 
 from twisted.internet import error as internet_error
 from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.defer import TimeoutError as ConnectTimeout
 from twisted.logger import (
     FilteringLogObserver,
     LogLevel,
@@ -63,8 +71,14 @@ from ..core.errors import ConnectionLostError, RSocketError
 from ..core.payload import Payload
 from ..extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth, build_metadata
 from ..transports.endpoints import client_endpoint
-from ..transports.tls import TLSError
-from .serving import SettingsError, parse_int_option
+from ..transports.tls import TLSError, TLSVerificationError
+from .serving import (
+    SettingsError,
+    describe_listen_failure,
+    parse_int_option,
+    scheme_hint,
+    suggest_option,
+)
 from .tap import (
     DEBUG_HELP,
     DEFAULT_LISTEN,
@@ -107,6 +121,7 @@ DEFAULT_MIME = "application/octet-stream"
 DEFAULT_KEEPALIVE = 20_000  # ms
 DEFAULT_MAX_LIFETIME = 90_000  # ms
 DEFAULT_REQUEST_N = 256
+DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds
 
 
 class UsageError(Exception):
@@ -121,20 +136,84 @@ class UsageError(Exception):
 
 
 class _Exit(Exception):
-    def __init__(self, status: int, message: str | None) -> None:
+    def __init__(self, status: int, message: str | None, stdout: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.stdout = stdout  # the message goes to standard output (--version)
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser that raises instead of exiting, so :func:`run` works in-process."""
+    """An ArgumentParser that raises instead of exiting, so :func:`run` works in-process, and
+    says "did you mean" for a near miss (an option, a command, a choice)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.known_options: list[str] = []  # (before: the base class adds --help)
+        self.subcommand_actions: list[argparse.Action] = []
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.known_options.extend(o for o in action.option_strings if o.startswith("--"))
+        return action
+
+    def add_subparsers(self, **kwargs):
+        action = super().add_subparsers(**kwargs)
+        self.subcommand_actions.append(action)
+        return action
+
+    def all_options(self) -> list[str]:
+        """The long options of this parser and of its subcommands, at every depth."""
+        options = list(self.known_options)
+        for action in self.subcommand_actions:
+            choices = action.choices  # the subcommands' parsers, by name
+            for sub in choices.values() if isinstance(choices, dict) else ():
+                if isinstance(sub, _Parser):
+                    options.extend(sub.all_options())
+        return options
 
     def error(self, message):
+        choice = _INVALID_CHOICE.search(message)
+        if choice:
+            choices = [c.strip().strip("'") for c in choice.group(2).split(",")]
+            close = difflib.get_close_matches(choice.group(1), choices, n=1)
+            if close:
+                message += f" (did you mean {close[0]!r}?)"
         raise UsageError(message, self.format_usage())
 
     def exit(self, status=0, message=None):
         raise _Exit(status, message)
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``rsocket-tx VERSION`` on standard output and exit 0."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print the version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise _Exit(EXIT_OK, f"{PROG} {package_version()}\n", stdout=True)
+
+
+def package_version() -> str:
+    """The version of the installed ``rsocket_tx`` (``rsocket_tx.__version__``, else the
+    package metadata)."""
+    import rsocket_tx
+
+    version = getattr(rsocket_tx, "__version__", None)
+    if version:
+        return str(version)
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as metadata_version
+
+    try:
+        return metadata_version("rsocket_tx")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 # -- parser ----------------------------------------------------------------------------------
@@ -247,6 +326,12 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
         help="give up after SECONDS for the whole operation (exit status 4); default: none",
     )
     p.add_argument(
+        "--connect-timeout",
+        metavar="SECONDS",
+        help="give up connecting (TCP, then the TLS or WebSocket handshake) after SECONDS"
+        f" (exit status 3); default {DEFAULT_CONNECT_TIMEOUT:g}",
+    )
+    p.add_argument(
         "--debug", action="store_true", help="print every frame sent and received on stderr"
     )
     if command in ("request", "stream", "channel"):
@@ -310,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_help_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     parser.command_parsers = {}
@@ -350,7 +436,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     :raises UsageError: on any invalid argument.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = parser.command_parsers.get(args.command, parser)
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        unknown = next((e for e in extras if e.startswith("--")), None)
+        if unknown is not None:
+            message += suggest_option(unknown, sub.all_options())
+        raise UsageError(message, sub.format_usage())
     try:
         if args.command == "serve":
             args.settings = parse_server_settings(
@@ -399,6 +492,8 @@ def _validate_client(args: argparse.Namespace) -> None:
         if args.request_n is None:
             args.request_n = DEFAULT_REQUEST_N
     args.timeout = parse_timeout(args.timeout)
+    args.connect_timeout = _parse_seconds("connect-timeout", args.connect_timeout,
+                                          DEFAULT_CONNECT_TIMEOUT)
     _validate_extensions(args)
     if args.command == "channel" and args.data is None:
         args.data = "-"
@@ -432,6 +527,22 @@ def parse_timeout(value) -> float | None:
     return timeout
 
 
+def _parse_seconds(name: str, value, default: float) -> float:
+    """Validate a positive, finite number of seconds (``None``: ``default``).
+
+    :raises SettingsError: it is not such a number.
+    """
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise SettingsError(f"--{name}: expected a number of seconds, got {value!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise SettingsError(f"--{name}: must be a positive number of seconds, got {seconds}")
+    return seconds
+
+
 def _validate_extensions(args: argparse.Namespace) -> None:
     """Resolve the MIME types and the metadata-extension options of a client command."""
     for option, mime in (("--data-mime", args.data_mime),
@@ -451,7 +562,8 @@ def _validate_extensions(args: argparse.Namespace) -> None:
     if simple is not None:
         user, sep, password = simple.partition(":")
         if not sep or not user:
-            raise SettingsError(f"--auth-simple: expected USER:PASSWORD, got {simple!r}")
+            raise SettingsError("--auth-simple: expected USER:PASSWORD (a user name, a colon,"
+                                " the password)")
         args.auth = SimpleAuth(user, password)
     elif bearer is not None:
         if not bearer:
@@ -487,13 +599,14 @@ class Streams:
 
     :ivar stdin: binary file (``-`` inputs).
     :ivar stdout: binary file the output is written to.
-    :ivar stderr: text file for messages.
+    :ivar stderr: text file for messages; given ``secrets`` (see :func:`secrets_in`), a
+        :class:`RedactingWriter` that writes ``***`` in their place.
     """
 
-    def __init__(self, stdin, stdout, stderr) -> None:
+    def __init__(self, stdin, stdout, stderr, secrets: list[str] | None = None) -> None:
         self.stdin = stdin
         self.stdout = stdout
-        self.stderr = stderr
+        self.stderr = RedactingWriter(stderr, secrets) if secrets else stderr
 
     def error(self, message: str) -> None:
         """Write ``rsocket-tx: message`` on stderr."""
@@ -504,6 +617,70 @@ class Streams:
         """Write ``data`` on stdout, flushed."""
         self.stdout.write(data)
         self.stdout.flush()
+
+
+#: Options whose value is a secret (``--auth-simple``: the part after the first colon).
+_SECRET_OPTIONS = ("--auth-simple", "--auth-bearer")
+_URI_PASSWORD = re.compile(r"://[^/?#@:\s]*:([^/?#@\s]+)@")
+
+
+def secrets_in(argv: list[str]) -> list[str]:
+    """The secrets on a command line, never to be written back (on standard error, in
+    ``--debug`` lines, in log lines): the password of ``--auth-simple USER:PASSWORD``, the
+    token of ``--auth-bearer TOKEN`` (also as ``--opt=VALUE`` and abbreviated), and the
+    password of a URI's ``user:password@``.
+
+    :param argv: the arguments, without the program name.
+    :returns: the secrets found, in the order given.
+    """
+    found = []
+    for i, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        option = next((o for o in _SECRET_OPTIONS
+                       if name.startswith("--auth-") and o.startswith(name)), None)
+        if option is not None:
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+            if option == "--auth-simple":
+                _, sep, password = value.partition(":")
+                value = password if sep else value
+            if value:
+                found.append(value)
+        found.extend(m.group(1) for m in _URI_PASSWORD.finditer(token))
+    return found
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with each of ``secrets`` (as typed, and as ``repr`` escapes it) replaced by
+    ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in (secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]):
+            if form:
+                text = text.replace(form, "***")
+    return text
+
+
+class RedactingWriter:
+    """A text file that writes :func:`redact` of what it is given (standard error, when the
+    command line holds secrets).
+
+    :param file: the text file written to.
+    :param secrets: the secrets (see :func:`secrets_in`).
+    """
+
+    def __init__(self, file, secrets: list[str]) -> None:
+        self.file = file
+        self.secrets = list(secrets)
+
+    def write(self, text: str) -> int:
+        self.file.write(redact(text, self.secrets))
+        return len(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.file, name)
 
 
 def _literal(value: str) -> bytes:
@@ -677,7 +854,8 @@ async def _client(reactor, args: argparse.Namespace, streams: Streams) -> int:
     try:
         endpoint = client_endpoint(reactor, args.endpoint)
     except ValueError as e:
-        streams.error(str(e))
+        hint = scheme_hint(args.endpoint) if "Unknown endpoint type" in str(e) else ""
+        streams.error(f"{e}{hint}")
         return EXIT_USAGE
     try:
         setup_data = read_source(args.setup_data, streams.stdin)
@@ -698,10 +876,11 @@ async def _client(reactor, args: argparse.Namespace, streams: Streams) -> int:
             streams.stderr.write(line + "\n")
             streams.stderr.flush()
 
-        frame_logger = make_frame_logger(emit)
+        secrets = [secret.encode() for secret in getattr(streams.stderr, "secrets", ())]
+        frame_logger = make_frame_logger(emit, secrets)
 
     try:
-        rsocket = await connect(
+        connecting = connect(
             endpoint,
             reactor=reactor,
             setup_payload=setup_payload,
@@ -715,9 +894,15 @@ async def _client(reactor, args: argparse.Namespace, streams: Streams) -> int:
                                     fragment_size=args.fragment),
             frame_logger=frame_logger,
         )
+        rsocket = await connecting.addTimeout(args.connect_timeout, reactor)
+    except ConnectTimeout:
+        streams.error(f"cannot connect to {args.endpoint}: no connection within"
+                      f" {args.connect_timeout:g} s{wrong_port_hint(args.endpoint, None)}")
+        return EXIT_CONNECTION
     except (internet_error.ConnectError, internet_error.ConnectionClosed, OSError,
             TLSError) as e:
-        streams.error(f"cannot connect to {args.endpoint}: {e}")
+        streams.error(f"cannot connect to {args.endpoint}: {e}"
+                      f"{wrong_port_hint(args.endpoint, e)}")
         return EXIT_CONNECTION
     except RSocketError as e:
         streams.error(f"connection refused by {args.endpoint}: {e}")
@@ -731,6 +916,36 @@ async def _client(reactor, args: argparse.Namespace, streams: Streams) -> int:
         raise
     await rsocket.close()
     return EXIT_OK
+
+
+_SCHEME = re.compile(r"\s*([A-Za-z0-9+.-]+):")
+_HTTP_STATUS = re.compile(r"\[\d{3}\]")
+
+
+def wrong_port_hint(endpoint: str, error: BaseException | None) -> str:
+    """A hint for a TLS or WebSocket client whose handshake failed (or never ended: ``error``
+    ``None``), as when it is pointed at a port that speaks something else.
+
+    :param endpoint: the endpoint as typed (a URI or an endpoint string).
+    :param error: what connecting failed with; ``None``: it timed out.
+    :returns: ``"; the server at tls://... did not answer a TLS handshake: is it a plain
+        tcp:// server?"``, a WebSocket equivalent, or ``""`` (the connection was refused, the
+        host is unknown, a certificate was not trusted, an HTTP status came back...).
+    """
+    found = _SCHEME.match(endpoint)
+    scheme = found.group(1).lower() if found else ""
+    if isinstance(error, (internet_error.ConnectionRefusedError, internet_error.DNSLookupError,
+                          internet_error.NoRouteError, internet_error.TCPTimedOutError,
+                          internet_error.TimeoutError, TLSVerificationError)):
+        return ""  # refused, unknown host, untrusted certificate: the port is not the issue
+    if scheme in ("tls", "ssl", "wss"):
+        other = "ws://" if scheme == "wss" else "tcp://"
+        return (f"; the server at {endpoint} did not answer a TLS handshake: is it a plain"
+                f" {other} server?")
+    if scheme == "ws" and (error is None or not _HTTP_STATUS.search(str(error))):
+        return (f"; the server at {endpoint} did not answer a WebSocket (HTTP) handshake: is"
+                " it a tcp:// or tls:// server?")
+    return ""
 
 
 def _write(streams: Streams, payload: Payload, output: str) -> None:
@@ -813,7 +1028,7 @@ async def _serve(reactor, args: argparse.Namespace, streams: Streams) -> int:
         service.startService()
         await service.when_listening()
     except Exception as e:
-        streams.error(f"cannot listen: {e}")
+        streams.error(describe_listen_failure(e))
         if service.running:
             await service.stopService()
         return EXIT_CONNECTION
@@ -970,15 +1185,17 @@ def run(reactor, argv: list[str], *, stdin=None, stdout=None, stderr=None) -> De
         stdin if stdin is not None else sys.stdin.buffer,
         stdout if stdout is not None else sys.stdout.buffer,
         stderr if stderr is not None else sys.stderr,
+        secrets_in(argv),
     )
-    args = _parse_or_status(argv, streams.stderr)
+    args = _parse_or_status(argv, streams.stderr, streams.stdout)
     if isinstance(args, int):
         return succeed(args)
     return Deferred.fromCoroutine(_execute(reactor, args, streams))
 
 
-def _parse_or_status(argv: list[str], stderr) -> argparse.Namespace | int:
-    """Parse ``argv``; on a usage error or ``--help``, report and return the exit status."""
+def _parse_or_status(argv: list[str], stderr, stdout) -> argparse.Namespace | int:
+    """Parse ``argv``; on a usage error, ``--help`` or ``--version``, report and return the
+    exit status (``stdout``: a binary file, for ``--version``)."""
     try:
         return parse_args(argv)
     except UsageError as e:
@@ -986,18 +1203,39 @@ def _parse_or_status(argv: list[str], stderr) -> argparse.Namespace | int:
         stderr.write(f"{PROG}: error: {e}\n")
         return EXIT_USAGE
     except _Exit as e:  # --help (argparse printed it) or an argparse exit with a message
-        if e.message:
+        if e.message and e.stdout:
+            stdout.write(e.message.encode())
+            stdout.flush()
+        elif e.message:
             stderr.write(e.message)
         return e.status
 
 
-def _begin_logging(args: argparse.Namespace) -> None:
-    if args.command == "serve":
-        level = LogLevel.debug if args.debug else LogLevel.info
-    else:
-        level = LogLevel.warn
+def _is_server(args: argparse.Namespace) -> bool:
+    return args.command == "serve" or "serve" in (
+        getattr(args, "jini_command", None), getattr(args, "rsnet_command", None),
+        getattr(args, "rs2015_command", None))
+
+
+def log_level(args: argparse.Namespace) -> LogLevel:
+    """The least level of the log lines (:mod:`twisted.logger`) written on standard error:
+    a server command's log is its output (info; debug with ``--debug``); a client command
+    writes its own messages, so library lines show only with ``--debug`` (and a critical
+    one, an unhandled error, always).
+
+    :param args: the parsed command line.
+    """
+    debug = bool(getattr(args, "debug", False))
+    if _is_server(args):
+        return LogLevel.debug if debug else LogLevel.info
+    return LogLevel.debug if debug else LogLevel.critical
+
+
+def _begin_logging(args: argparse.Namespace, secrets: list[str]) -> None:
+    stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
     observer = FilteringLogObserver(
-        textFileLogObserver(sys.stderr), [LogLevelFilterPredicate(defaultLogLevel=level)]
+        textFileLogObserver(stderr),
+        [LogLevelFilterPredicate(defaultLogLevel=log_level(args))],
     )
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
 
@@ -1010,10 +1248,13 @@ def main(argv: list[str] | None = None) -> None:
     """
     from twisted.internet.task import react
 
-    args = _parse_or_status(sys.argv[1:] if argv is None else argv, sys.stderr)
+    argv = sys.argv[1:] if argv is None else argv
+    secrets = secrets_in(argv)
+    stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
+    args = _parse_or_status(argv, stderr, sys.stdout.buffer)
     if isinstance(args, int):
         raise SystemExit(args)
-    _begin_logging(args)
+    _begin_logging(args, secrets)
 
     state = {"finished": False, "interrupted": False}
 
@@ -1023,7 +1264,7 @@ def main(argv: list[str] | None = None) -> None:
 
     async def react_main(reactor) -> None:
         reactor.addSystemEventTrigger("before", "shutdown", on_shutdown)
-        streams = Streams(sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
+        streams = Streams(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, secrets)
         status = await _execute(reactor, args, streams, lambda: state["interrupted"])
         state["finished"] = True
         if status != EXIT_OK:

@@ -16,7 +16,12 @@ it logs under.
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import os
+import re
+import sys
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -30,6 +35,7 @@ from twisted.internet.defer import (
     maybeDeferred,
     succeed,
 )
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.logger import Logger
 from twisted.python import usage
@@ -43,11 +49,17 @@ __all__ = [
     "parse_config_options",
     "option_message",
     "check_listen",
+    "scheme_hint",
     "parse_listen",
     "import_named",
+    "current_directory_on_path",
+    "describe_import_error",
     "load_class",
     "named_class",
     "ListenOptions",
+    "suggest_option",
+    "ListenFailed",
+    "describe_listen_failure",
     "format_address",
     "ObservedEndpoint",
     "EndpointService",
@@ -171,10 +183,34 @@ def check_listen(spec, server_endpoint: Callable) -> str:
     try:
         server_endpoint(_NoReactor(), spec)
     except ValueError as e:
-        raise SettingsError(f"--listen: {e}") from None
+        hint = scheme_hint(spec) if "Unknown endpoint type" in str(e) else ""
+        raise SettingsError(f"--listen: {e}{hint}") from None
+    except OSError as e:  # a file the endpoint names (a TLS key...) cannot be read
+        raise SettingsError(f"--listen: {spec}: {e}") from None
     except Exception:
         pass  # a parser that wants a real reactor: checked when the service is built
     return spec
+
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]*):(\d{1,5})")
+
+
+def scheme_hint(spec: str) -> str:
+    """A "did you mean" for an address typed without its transport: ``HOST:PORT``
+    (``localhost:7878``, ``[::1]:7878``, ``:7878``) or a bare port.
+
+    :param spec: the endpoint as typed.
+    :returns: ``" (did you mean tcp://localhost:7878?)"`` (a bare port: on ``localhost``), or
+        ``""`` when ``spec`` is not such an address. (``tcp:7878`` looks like one too: give
+        the hint only when the endpoint type is unknown.)
+    """
+    text = spec.strip()
+    if text.isdigit() and len(text) <= 5:
+        return f" (did you mean tcp://localhost:{text}?)"
+    found = _HOST_PORT.fullmatch(text)
+    if found is None:
+        return ""
+    return f" (did you mean tcp://{found.group(1)}:{found.group(2)}?)"
 
 
 def parse_listen(listen: Iterable[str] | None, default: str,
@@ -213,14 +249,11 @@ def import_named(option: str, spec: str, kind: str = "Class"):
         module_name, _, attr_path = text.rpartition(".")
     if not module_name or not attr_path:
         raise SettingsError(f"--{option}: expected package.module:{kind}, got {spec!r}")
+    current_directory_on_path()
     try:
         obj = importlib.import_module(module_name)
-    except ImportError as e:
-        raise SettingsError(f"--{option}: cannot import module {module_name!r}: {e}") from None
-    except Exception as e:  # the module itself raised while importing
-        raise SettingsError(
-            f"--{option}: importing module {module_name!r} failed: {type(e).__name__}: {e}"
-        ) from None
+    except Exception as e:  # not found, or the module itself raised while importing
+        raise SettingsError(f"--{option}: {describe_import_error(module_name, e)}") from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
@@ -229,6 +262,45 @@ def import_named(option: str, spec: str, kind: str = "Class"):
                 f"--{option}: module {module_name!r} has no attribute {attr_path!r}"
             ) from None
     return obj
+
+
+def current_directory_on_path() -> None:
+    """Put the current directory first on ``sys.path`` (once), so that ``--responder mod:Class``
+    and the other ``module:Name`` options find a module in the directory the server is started
+    from, as gunicorn and ``python -m`` do (an installed console script such as ``twistd`` or
+    ``rsocket-tx`` does not put it there)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def describe_import_error(module_name: str, error: BaseException) -> str:
+    """Say in one line why importing ``module_name`` failed, with the file and line.
+
+    :param module_name: the module imported (``"mypackage.mymodule"``).
+    :param error: what ``importlib.import_module`` raised.
+    :returns: ``"cannot import module 'm': no module named 'm' (looked in the current directory
+        /srv and the Python path)"`` when the module itself is missing, else
+        ``"cannot import module 'm' from /srv/m.py line 3: NameError: name 'x' is not defined"``:
+        the innermost place of the error outside the import machinery (for a SyntaxError,
+        the file and line it names).
+    """
+    if isinstance(error, ModuleNotFoundError) and error.name is not None and (
+            module_name == error.name or module_name.startswith(error.name + ".")):
+        return (f"cannot import module {module_name!r}: no module named {error.name!r}"
+                f" (looked in the current directory {os.getcwd()} and the Python path)")
+    where = ""
+    if isinstance(error, SyntaxError) and error.filename:
+        where = f" from {error.filename} line {error.lineno}"
+        message = f"{type(error).__name__}: {error.msg}"
+    else:
+        frames = [f for f in traceback.extract_tb(error.__traceback__)
+                  if not f.filename.startswith("<frozen ")
+                  and os.path.abspath(f.filename) != os.path.abspath(__file__)]
+        if frames:
+            where = f" from {frames[-1].filename} line {frames[-1].lineno}"
+        message = f"{type(error).__name__}: {error}"
+    return f"cannot import module {module_name!r}{where}: {message}"
 
 
 def load_class(option: str, spec: str, base: type, base_name: str) -> type:
@@ -297,6 +369,49 @@ class ListenOptions(usage.Options):
             self["settings"] = self.parse_settings()
         except SettingsError as e:
             raise usage.UsageError(str(e)) from None
+
+    def parseOptions(self, options=None) -> None:
+        """Parse ``options``; an unknown option's error suggests the nearest known one.
+
+        Under twistd (a ``twistd`` command line with this face as its subcommand), a usage
+        error is written first, on standard error, followed by one line of usage, and twistd
+        exits with status 1, instead of twistd printing every option's help and then the
+        error.
+
+        :raises usage.UsageError: an invalid option (not under twistd).
+        :raises SystemExit: status 1, under twistd, having written the error.
+        """
+        try:
+            super().parseOptions(options)
+        except usage.UsageError as e:
+            message = str(e)
+            unknown = _UNKNOWN_OPTION.fullmatch(message)
+            if unknown:
+                message += suggest_option(unknown.group(1), self.longOpt)
+            command = getattr(getattr(self, "parent", None), "subCommand", None)
+            if not command:
+                raise usage.UsageError(message) from None
+            sys.stderr.write(f"twistd {command}: error: {message}\n"
+                             f"usage: twistd [options] {command} [options]"
+                             f" ('twistd {command} --help' lists them)\n")
+            sys.stderr.flush()
+            raise SystemExit(1) from None
+
+
+_UNKNOWN_OPTION = re.compile(r"option --?(\S+) not recognized")
+
+
+def suggest_option(unknown: str, known: Iterable[str]) -> str:
+    """A "did you mean" for an unknown long option.
+
+    :param unknown: the option typed, with or without its leading dashes.
+    :param known: the long options (with or without ``--``; a trailing ``=`` is ignored).
+    :returns: ``" (did you mean --fragment-size?)"``, or ``""`` when nothing is close.
+    """
+    names = [name.strip("-").rstrip("=") for name in known]
+    close = difflib.get_close_matches(unknown.strip("-").split("=", 1)[0], names, n=1,
+                                      cutoff=0.6)
+    return f" (did you mean --{close[0]}?)" if close else ""
 
 
 # -- the service ---------------------------------------------------------------------------------
@@ -433,6 +548,32 @@ class EndpointService(StreamServerEndpointService):
         return self.listening.addCallback(stop_listening).addBoth(stopped)
 
 
+def describe_listen_failure(error: BaseException) -> str:
+    """One line saying why a server endpoint cannot listen, as ``rsocket-tx serve`` and
+    ``twistd`` print it: ``"cannot listen on 127.0.0.1:7878: Address already in use"``
+    (``*``: every interface)."""
+    if isinstance(error, CannotListenError):
+        cause = getattr(error.socketError, "strerror", None) or str(error.socketError)
+        return f"cannot listen on {error.interface or '*'}:{error.port}: {cause}"
+    return f"cannot listen: {error}"
+
+
+class ListenFailed(SystemExit, Exception):
+    """An endpoint of a server started by twistd (or a ``.tac`` file) cannot listen.
+
+    An :class:`Exception`, so that twistd reports it to the parent of a daemon and removes
+    its pid file; a :class:`SystemExit` with status 1, so that the interpreter exits without
+    printing a traceback (the reason has been logged, in one line). ``str()`` is the reason.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(1)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
 class ServerService(MultiService):
     """A :class:`~twisted.application.service.MultiService` with one :class:`EndpointService`
     per listen endpoint, all serving the same factory.
@@ -484,7 +625,17 @@ class ServerService(MultiService):
             self.add_endpoint(server_endpoint(reactor, spec), spec)
 
     def privilegedStartService(self) -> None:
-        self.start_or_abort(super().privilegedStartService)
+        """Start listening (what twistd and a ``.tac`` file call first).
+
+        :raises ListenFailed: an endpoint cannot listen (the port is in use…), having logged
+            one line saying so, so that twistd exits with status 1 without a traceback.
+        """
+        try:
+            self.start_or_abort(super().privilegedStartService)
+        except (CannotListenError, OSError) as e:
+            reason = describe_listen_failure(e)
+            self.logger.error("{server}: {reason}", server=self.server_name, reason=reason)
+            raise ListenFailed(reason) from None
 
     def startService(self) -> None:
         self.start_or_abort(super().startService)

@@ -123,7 +123,7 @@ class ServerSettings:
         ERROR[INVALID_SETUP] before its body is read.
     :ivar max_reassembly_buffer_size: bytes one connection may hold in unfinished
         reassemblies across all its streams (>= 1; default 64 MiB).
-    :ivar max_connections: connections open at once (>= 1; default 10,000); past it new
+    :ivar max_connections: connections open at once (>= 1; default 4,096); past it new
         connections are closed at once.
     :ivar max_concurrent_streams: streams one client may have open towards the server at once
         (>= 1); a request past it is answered with ERROR[REJECTED].
@@ -743,10 +743,12 @@ def _short_bytes(value: bytes, limit: int = 64) -> str:
     return f"{value[:limit]!r}...<{len(value)} bytes>"
 
 
-def describe_frame(frame) -> str:
+def describe_frame(frame, secrets: Iterable[bytes] = ()) -> str:
     """One line describing a decoded frame, for the ``--debug`` log.
 
     :param frame: a frame object of :mod:`rsocket_tx.core.frames`.
+    :param secrets: bytes shown as ``***`` wherever they occur in a data or metadata field
+        (credentials given on the command line), before the field is cut.
     :returns: e.g. ``"REQUEST_STREAM stream=1 initial_request_n=256 data=b'5'"``: the type, the
         stream id, then each field; boolean flags appear by name when set, ``None`` fields are
         left out, bytes longer than 64 are cut (the full length is shown), error codes by name.
@@ -766,7 +768,11 @@ def describe_frame(frame) -> str:
         elif value is None:
             continue
         elif isinstance(value, (bytes, bytearray, memoryview)):
-            parts.append(f"{field.name}={_short_bytes(bytes(value))}")
+            value = bytes(value)
+            for secret in secrets:
+                if secret:
+                    value = value.replace(secret, b"***")
+            parts.append(f"{field.name}={_short_bytes(value)}")
         elif field.name == "error_code":
             parts.append(f"error_code={error_code_name(value)}")
         else:
@@ -775,15 +781,19 @@ def describe_frame(frame) -> str:
 
 
 def make_frame_logger(
-    emit: Callable[[str], None] | None = None,
+    emit: Callable[[str], None] | None = None, secrets: Iterable[bytes] = (),
 ) -> Callable[[str, object], None]:
     """Build a ``frame_logger`` for :func:`rsocket_tx.serve` / :func:`rsocket_tx.connect`.
 
     :param emit: called with one line per frame (``"send REQUEST_RESPONSE stream=1 ..."``);
         ``None``: log it with :mod:`twisted.logger` at level debug, namespace
-        ``rsocket_tx.frames``.
+        ``rsocket_tx.frames``: a protocol calls the logger's ``for_connection(log)`` with its
+        :class:`~rsocket_tx.bridge.ConnectionLogger`, so that each line carries the
+        connection id and peer (``"[c17 127.0.0.1:54321] recv REQUEST_RESPONSE stream=1"``).
+    :param secrets: with ``emit``: bytes never shown (see :func:`describe_frame`).
     :returns: ``frame_logger(direction, frame)``, ``direction`` being ``"send"`` or ``"recv"``.
     """
+    secrets = tuple(secrets)
     if emit is None:
         frame_log = Logger(namespace="rsocket_tx.frames")
 
@@ -794,10 +804,21 @@ def make_frame_logger(
                 description=describe_frame(frame),
             )
 
+        def for_connection(connection_log) -> Callable[[str, object], None]:
+            log = connection_log.child("rsocket_tx.frames")
+
+            def connection_frame_logger(direction: str, frame) -> None:
+                log.debug("{direction} {description}", direction=direction,
+                          description=describe_frame(frame))
+
+            return connection_frame_logger
+
+        frame_logger.for_connection = for_connection  # type: ignore[attr-defined]
+
     else:
 
         def frame_logger(direction: str, frame) -> None:
-            emit(f"{direction} {describe_frame(frame)}")
+            emit(f"{direction} {describe_frame(frame, secrets)}")
 
     return frame_logger
 
@@ -912,6 +933,17 @@ class Options(ListenOptions):
     def opt_responder_arg(self, value: str) -> None:
         self["responder-arg"].append(value)
 
+    def opt_metrics(self, endpoint: str) -> None:
+        """serve Prometheus metrics over HTTP on this endpoint (e.g.
+        tcp:9100:interface=127.0.0.1; GET /metrics); needs the 'metrics' extra
+        (prometheus_client)"""
+        from ..metrics import check_metrics_endpoint  # (only with the option: an extra)
+
+        try:
+            self["metrics"] = check_metrics_endpoint(endpoint)
+        except ValueError as exc:
+            raise usage.UsageError(str(exc)) from None
+
     opt_responder_arg.__doc__ = next(o.help for o in SERVER_OPTIONS if o.name == "responder-arg")
 
     def parse_settings(self) -> ServerSettings:
@@ -930,4 +962,9 @@ def makeService(options) -> RSocketServerService:
     :returns: the :class:`RSocketServerService`.
     :raises ValueError: if an endpoint cannot be parsed.
     """
-    return build_service(options["settings"])
+    service = build_service(options["settings"])
+    if options.get("metrics"):  # --metrics ENDPOINT: rsocket_tx.metrics
+        from ..metrics import install_metrics
+
+        install_metrics(service, options["metrics"])
+    return service

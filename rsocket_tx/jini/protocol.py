@@ -56,6 +56,10 @@ class JiniMuxProtocol(MuxProtocol):
     #: None before the transport connects
     connection: Any
 
+    @property
+    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
+        return f"Jini ERI mux {self.role.value}"
+
     def __init__(self, reactor: Any, role: Role, config: JiniMuxConfig | None = None) -> None:
         config = config if config is not None else JiniMuxConfig()
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
@@ -299,6 +303,8 @@ class JiniMuxProtocol(MuxProtocol):
         else:
             error = ConnectionTerminatedError(event.reason, by_peer=event.by_peer)
         self.terminated = error
+        # (the words of the "closed" log line)
+        self.end_reason = event.reason if event.by_peer else f"closed by this side: {event.reason}"
         self.ended = True
         requests, self.requests = self.requests, {}
         retired, self._retired = self._retired, {}

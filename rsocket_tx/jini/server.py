@@ -30,7 +30,7 @@ from typing import Any
 
 from twisted.internet.defer import CancelledError, Deferred, DeferredList, succeed
 from twisted.internet.protocol import Factory
-from twisted.logger import Logger
+from twisted.logger import LogLevel
 from twisted.python.failure import Failure
 from zope.interface import implementer  # type: ignore[import-untyped]
 
@@ -53,8 +53,6 @@ __all__ = [
     "JiniMuxServerFactory",
     "serve",
 ]
-
-_log = Logger()
 
 
 class Dispatcher:
@@ -240,8 +238,11 @@ class JiniServerProtocol(JiniMuxProtocol):
                                                        ConnectionTerminatedError,
                                                        CancelledError):
             return  # the session or connection ended under the dispatcher: not a bug
-        _log.failure("dispatch of {request!r} failed", failure, request=request)
-        self.abort_request(request, True, failure.getErrorMessage())
+        self.log.failure("dispatch of {request!r} failed", failure, request=request,
+                         level=LogLevel.error)
+        message = failure.getErrorMessage()
+        name = type(failure.value).__name__  # (the type is kept, as RSocket's errors keep it)
+        self.abort_request(request, True, f"{name}: {message}" if message else name)
 
     def _request_done(self, request: InboundRequest) -> None:
         """The dispatcher returned and the response's eof was sent: if the client is still
@@ -334,8 +335,8 @@ class JiniServerProtocol(JiniMuxProtocol):
         conn = self.connection
         if conn is not None and conn.is_open and conn.active_sessions == 0:
             timeout = self.config.idle_timeout
-            _log.info("Jini ERI mux connection with no session for {timeout} ms: shut down",
-                      timeout=timeout)
+            self.log.info("Jini ERI mux connection with no session for {timeout} ms: shut "
+                          "down", timeout=timeout)
             self.shutdown_gracefully(f"no session for {timeout} ms")
 
     def events_handled(self) -> None:
@@ -380,7 +381,7 @@ class JiniMuxServerFactory(Factory):
     :param connection_limit: the server-wide
         :class:`~rsocket_tx.transports.limits.ConnectionLimit` to count connections in (shared
         with other factories of the same server); None: one of its own with the default cap
-        (10,000). Past it a new connection is aborted at once, before any Jini state exists.
+        (4,096). Past it a new connection is aborted at once, before any Jini state exists.
 
     :ivar protocols: the connections open now.
     :ivar connection_limit: the :class:`~rsocket_tx.transports.limits.ConnectionLimit`.

@@ -287,7 +287,7 @@ class JiniServerSettings:
         with no arguments by the server factory.
     :ivar config: the connection settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`).
     :ivar max_connections: connections open at once on every listen endpoint together (>= 1;
-        default :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 10,000); past
+        default :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 4,096); past
         it a new one is closed at once and the log says so.
     """
 
@@ -305,7 +305,7 @@ def parse_server_settings(*, listen: Iterable[str] | None = None, dispatcher=Non
     :param listen: endpoint strings / URIs (``None`` or empty: :data:`DEFAULT_LISTEN`).
     :param dispatcher: ``package.module:Class`` or a Dispatcher subclass (``None``: the demo
         :class:`~rsocket_tx.jini.EchoDispatcher`).
-    :param max_connections: connections open at once (>= 1; ``None``: 10,000).
+    :param max_connections: connections open at once (>= 1; ``None``: 4,096).
     :param config_values: the :data:`CONFIG_OPTIONS` by :attr:`ConfigOption.attr`
         (``initial_ration="65536"``...), see :func:`parse_config`.
     :returns: the :class:`JiniServerSettings`.

@@ -193,6 +193,10 @@ class ReactiveSocketConnection:
         ``config.resume``.
     """
 
+    #: (RSocketConnection's batch path of stream items: this draft hands each item over as
+    #: its own PayloadReceived, whatever the caller sets here)
+    batch_payloads = False
+
     def __init__(self, role: str, config: ConnectionConfig | None = None, *,
                  setup: SetupFrame | core_frames.SetupFrame | None = None, now: float = 0.0,
                  frame_logger: Callable[[str, Frame], None] | None = None) -> None:

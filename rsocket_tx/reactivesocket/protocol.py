@@ -90,6 +90,10 @@ class ReactiveSocketProtocol(RSocketProtocol):
     """
 
     connection_class = ReactiveSocketConnection  # type: ignore[assignment]
+    #: (log wording: ``"ReactiveSocket server connection opened"``; the draft has no
+    #: CONNECTION_CLOSE: a peer ends a connection by closing its transport)
+    wire_name = "ReactiveSocket"
+    clean_close = "the peer closed the connection"
 
     @property  # type: ignore[override]
     def rsocket(self) -> ReactiveSocket:

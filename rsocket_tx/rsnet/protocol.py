@@ -23,7 +23,7 @@ import weakref
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.logger import Logger
+from twisted.logger import LogLevel
 from twisted.python.failure import Failure
 
 from ..bridge import MuxProtocol
@@ -31,7 +31,7 @@ from ..interfaces import IConnectionObserver
 from .codec import WEBSOCKET_SUBPROTOCOL
 from .config import RSNetConfig
 from .connection import Role, RSNetConnection
-from .errors import ConnectionClosedError, LocalProtocolError, SubscriptionError
+from .errors import ConnectionClosedError, LocalProtocolError, RSNetError, SubscriptionError
 from .events import (
     CancelReceived,
     ConnectionClosed,
@@ -46,6 +46,7 @@ from .events import (
 from .publishers import (
     DEFAULT_WINDOW,
     ElementPump,
+    NoSuchPublisher,
     Publisher,
     SubscribeRequest,
     Subscription,
@@ -54,8 +55,6 @@ from .publishers import (
 )
 
 __all__ = ["RSNetProtocol", "WEBSOCKET_SUBPROTOCOL", "MAX_WINDOW", "SHUTDOWN_ERROR"]
-
-_log = Logger()
 
 #: The largest demand window (items): the protocol's Long demand, 2^63 - 1 (unbounded).
 MAX_WINDOW = 2**63 - 1
@@ -99,6 +98,10 @@ class RSNetProtocol(MuxProtocol):
 
     role: Role
     connection: Any
+
+    @property
+    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
+        return f"Reactive Streams network {self.role.value}"
 
     def __init__(self, reactor: Any, role: Role, config: RSNetConfig | None = None,
                  publishers: Publisher | Any = None) -> None:
@@ -440,6 +443,15 @@ class RSNetProtocol(MuxProtocol):
 
     def pump_failed(self, pump: ElementPump, error: str) -> None:
         """SubscriptionHost: *onError* ``error``."""
+        cause = pump.failure
+        pump.failure = None
+        if cause is not None and not isinstance(cause, RSNetError):
+            # the publication's source raised (not a relayed onError, not the connection's
+            # end): a bug of the publisher, logged with its traceback
+            self.log.failure("the source of publisher {name!r} failed for subscriber "
+                             "{subscriber} (it gets onError)", Failure(cause),
+                             level=LogLevel.error, name=pump.request.publisher,
+                             subscriber=pump.subscriber_id)
         sid = self._live_pump(pump)
         if sid is not None:
             del self.pumps[sid]
@@ -482,8 +494,13 @@ class RSNetProtocol(MuxProtocol):
         try:
             source = self.publishers.subscribe(request)
         except Exception as exc:  # noqa: BLE001 - becomes onError
-            _log.debug("subscribe to {name!r} refused: {error}", name=event.publisher,
-                       error=error_string(exc))
+            if isinstance(exc, (NoSuchPublisher, RSNetError)):  # (deliberate, or relayed)
+                self.log.debug("subscribe to {name!r} refused: {error}", name=event.publisher,
+                               error=error_string(exc))
+            else:  # a bug of the publisher: logged with its traceback
+                self.log.failure("publisher refused subscribe to {name!r} of subscriber "
+                                 "{subscriber} (it gets onError)", name=event.publisher,
+                                 subscriber=sid, level=LogLevel.error)
             conn.on_error(sid, _truncate(error_string(exc), self.config.max_string_length))
             return
         old = self.pumps.get(sid)
@@ -539,6 +556,8 @@ class RSNetProtocol(MuxProtocol):
 
     def on_connection_closed(self, event: ConnectionClosed) -> None:
         self.ended = True
+        # (the words of the "closed" log line)
+        self.end_reason = event.reason if event.by_peer else f"closed by this side: {event.reason}"
         error = self.tls_failure or ConnectionClosedError(event.reason, by_peer=event.by_peer)
         if self.closed_error is None:
             self.closed_error = error

@@ -405,6 +405,8 @@ class ElementPump(SourcePump):
     :ivar subscriber_id: the subscriber's id.
     :ivar element_size: the publication's fixed element size (bytes; 0: varying).
     :ivar batch: (the protocol's) which read's events are not this pump's.
+    :ivar failure: the exception the source (or the publisher's result) failed with, for the
+        protocol to log with its traceback in ``pump_failed`` (which drops it); else None.
     """
 
     source_error = "a publisher must return an iterable or async iterable of bytes, not {}"
@@ -415,6 +417,7 @@ class ElementPump(SourcePump):
         self.subscriber_id = request.subscriber_id
         self.element_size = 0
         self.batch = -1
+        self.failure: BaseException | None = None
         self._source = source
 
     def start(self) -> None:
@@ -475,4 +478,5 @@ class ElementPump(SourcePump):
             self.host.send_elements(self, items)
 
     def error_for(self, exc: BaseException) -> str:
+        self.failure = exc
         return error_string(exc)

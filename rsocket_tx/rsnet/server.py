@@ -52,7 +52,7 @@ class RSNetServerFactory(Factory):
     :param connection_limit: the server-wide
         :class:`~rsocket_tx.transports.limits.ConnectionLimit` to count connections in (shared
         with other factories of the same server); None: one of its own with the default cap
-        (:data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 10,000). Past it a
+        (:data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 4,096). Past it a
         new connection is aborted at once, before any RS-network state exists, and the log
         says so.
 

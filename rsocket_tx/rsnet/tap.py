@@ -156,7 +156,7 @@ class RSNetServerSettings:
     :ivar publishers: the :class:`~rsocket_tx.rsnet.publishers.Publisher` served.
     :ivar config: the connection settings (:class:`~rsocket_tx.rsnet.config.RSNetConfig`).
     :ivar max_connections: connections open at once on every listen endpoint together (>= 1;
-        default :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 10,000); past
+        default :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS`, 4,096); past
         it a new one is closed at once and the log says so.
     """
 
@@ -175,7 +175,7 @@ def parse_server_settings(*, listen: Iterable[str] | None = None, publishers: An
     :param listen: endpoint strings / URIs (``None`` or empty: :data:`DEFAULT_LISTEN`).
     :param publishers: ``package.module:name`` or the object (see :func:`load_publishers`;
         ``None``: :data:`DEFAULT_PUBLISHERS`).
-    :param max_connections: connections open at once (>= 1; ``None``: 10,000).
+    :param max_connections: connections open at once (>= 1; ``None``: 4,096).
     :param config_values: the :data:`CONFIG_OPTIONS` by :attr:`ConfigOption.attr`.
     :returns: the :class:`RSNetServerSettings`.
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.

@@ -13,7 +13,7 @@ It knows nothing of any protocol: the RSocket server factory
 (:class:`~rsocket_tx.jini.server.JiniMuxServerFactory`) and a one-port server serving both
 may share one instance, so the cap holds for the server as a whole. Use::
 
-    limit = ConnectionLimit(10_000, server_name="RSocket server")
+    limit = ConnectionLimit(4096, server_name="RSocket server")
 
     def buildProtocol(self, addr):
         if not limit.acquire():
@@ -61,8 +61,9 @@ DEFAULT_BACKLOG = 1024
 #: Connections a server keeps open at once unless told otherwise (the RSocket server's
 #: ``max_connections`` default, :data:`rsocket_tx.core.config.DEFAULT_MAX_CONNECTIONS`, is
 #: the same). With the defaults of each protocol it bounds the memory of connections that
-#: never complete their handshake (docs: Limits).
-DEFAULT_MAX_CONNECTIONS = 10_000
+#: never complete their handshake, and of their connection, stream and session state
+#: (docs: Limits, "Memory budget").
+DEFAULT_MAX_CONNECTIONS = 4096
 
 #: Seconds between two log lines about refused connections while refusals go on.
 DEFAULT_LOG_INTERVAL = 60.0

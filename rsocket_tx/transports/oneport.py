@@ -147,7 +147,7 @@ class OnePortConfig:
     :ivar max_connections: connections the server keeps open at once, every protocol, TLS and
         WebSocket counted together, those not recognised yet included; past it a new one is
         closed at once (logged with the cap). At least 1. Default
-        :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS` (10,000).
+        :data:`~rsocket_tx.transports.limits.DEFAULT_MAX_CONNECTIONS` (4,096).
     :raises ValueError: a value out of range (not an int, or below its minimum).
     """
 

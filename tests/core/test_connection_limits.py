@@ -70,7 +70,7 @@ def rejected(frames: list) -> list[F.ErrorFrame]:
 
 def test_defaults() -> None:
     config = ConnectionConfig()
-    assert config.max_concurrent_streams == DEFAULT_MAX_CONCURRENT_STREAMS == 1024
+    assert config.max_concurrent_streams == DEFAULT_MAX_CONCURRENT_STREAMS == 256
     assert config.max_send_buffer_size == DEFAULT_MAX_SEND_BUFFER_SIZE == 64 * 1024 * 1024
     assert config.drain_timeout == DEFAULT_DRAIN_TIMEOUT == 10_000
     assert config.max_resume_buffer_size == DEFAULT_MAX_RESUME_BUFFER_SIZE == 16 * 1024 * 1024

@@ -625,9 +625,9 @@ async def test_request_channel_application_error_from_us(peer, transport, connec
     stream = rsocket.request_channel(Payload(b"0"), outbound())
     with pytest.raises(ApplicationError) as info:  # ERROR ends the channel both ways
         await wait(stream.collect())
-    assert info.value.message == "outbound boom"
+    assert info.value.message == "RuntimeError: outbound boom"  # (the type is kept)
     (sent,) = wire.of("send", FrameType.ERROR, stream.stream_id)
-    assert (sent.error_code, sent.data) == (APPLICATION_ERROR, b"outbound boom")
+    assert (sent.error_code, sent.data) == (APPLICATION_ERROR, b"RuntimeError: outbound boom")
     if peer == "rsocket-js-1.0.0-alpha.3":
         # the library calls the responder's cancel() and then onError() for an inbound ERROR
         # (RequestChannelStream.js, RequestChannelResponderStream.handle); the harness's echo

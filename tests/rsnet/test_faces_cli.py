@@ -121,6 +121,8 @@ async def test_subscribe_demand_and_limit(server):
         [{"data": "\0\0\0\0"}, {"data": "\0\0\0\1"}]
 
 
+@pytest.mark.logs_failure("the demo's 'error' publisher fails on purpose: the server logs it",
+                          match=r"ValueError: the demo publisher failed")
 @aio
 async def test_subscribe_errors_and_exit_statuses(server):
     where, _ = server

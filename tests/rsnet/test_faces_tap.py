@@ -120,6 +120,8 @@ def test_plugin_is_found_and_lazy():
 # -- the demo publishers -------------------------------------------------------------------------
 
 
+@pytest.mark.logs_failure("the demo's 'error' publisher fails on purpose: the server logs it",
+                          match=r"ValueError: the demo publisher failed")
 @aio
 async def test_the_demo_publishers(loop):
     port = await loop.serve(DemoPublisher())

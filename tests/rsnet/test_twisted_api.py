@@ -106,6 +106,10 @@ def failing_after(n: int):
     return elements
 
 
+@pytest.mark.logs_failure(
+    "the publishers raise or return the wrong type on purpose: the server logs each",
+    match=r"builtins\.(KeyError: 'gone'|PermissionError: not for you|RuntimeError: async "
+          r"trouble|TypeError: (elements must be bytes|a publisher must return))")
 @aio
 async def test_a_publisher_that_raises_is_an_error_with_type_and_message(loop):
     def refuses(request):
@@ -307,6 +311,8 @@ async def test_a_window_must_be_positive(loop):
 # -- fixed element size, split elements ----------------------------------------------------------
 
 
+@pytest.mark.logs_failure("an element of the wrong size is the publisher's bug: logged",
+                          match=r"ValueError: an element of 2 bytes")
 @aio
 async def test_fixed_size_elements_travel_packed(loop):
     ints = lambda r: Publication((i.to_bytes(4, "big") for i in range(10)), element_size=4)  # noqa: E731

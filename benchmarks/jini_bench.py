@@ -1,0 +1,377 @@
+"""The Jini ERI mux benchmark: rsocket_tx's Jini mux against itself and against Apache River
+2.2.3, both ways, in one run.
+
+Servers (one process each for the whole run, on 127.0.0.1): **rsocket_tx**
+(``rsocket_tx.jini.serve`` with the defaults and a dispatcher that awaits ``read_all()`` and
+writes the body back) and **River** (the interop peer's ``Server``: River's
+``TcpServerEndpoint`` with a dispatcher that reads the request body to eof and writes it back,
+``tests/interop/peers/river``). Both echo only once the body is complete: River's client
+writes the whole body before it reads, so a streaming echo would stall on a 10 MiB body.
+Clients (a fresh process per measured run): **rsocket_tx**
+(:class:`~rsocket_tx.jini.JiniMuxClient`, coroutines awaiting ``request(body)``) and **River**
+(``benchmarks/jini/JiniBench.java``: ``TcpEndpoint.newRequest(...).next()``, write the body,
+close it, read the response to eof; one thread per request in flight, as River's API works).
+Each client runs against each server: rsocket_tx→rsocket_tx, rsocket_tx→River,
+River→rsocket_tx, River→River.
+
+Workloads (every request's body is echoed whole; a request is one session):
+
+``rr-1``
+    request/response round trips of 64 bytes, one at a time (``--count`` 20,000) [req/s];
+``rr-100``
+    the same with 100 in flight (200,000) [req/s];
+``transfer``
+    10 MiB bodies echoed, one at a time (``--transfers`` 30) [MiB/s of body, each way].
+
+Every measured run has a time budget (``--budget``, 3 s): the rate covers what was done (a
+``*`` marks such cells). Each cell is the best of ``--repeat`` (3) runs, the pairs taking
+turns. The River client first runs the workload for ``--jvm-warmup`` seconds (2: the JIT),
+and the River server is warmed by the first runs against it. Run from the repository root::
+
+    .venv/bin/python -m benchmarks.jini_bench                 # about 4 minutes
+    .venv/bin/python -m benchmarks.jini_bench --quick --json jini.json
+
+It needs the River peer (``tests/interop/peers/river/install.sh``: Maven fetches River's jar)
+and a JDK 17 (``javac`` compiles ``JiniBench.java`` against that jar into
+``benchmarks/jini/target/``); without them the River cells read ``n/a``. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # executed as a file
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+REPO = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+HERE = Path(__file__).resolve().parent / "jini"
+SOURCE = HERE / "JiniBench.java"
+CLASSES = HERE / "target" / "classes"
+RIVER_DIR = REPO / "tests" / "interop" / "peers" / "river"
+RIVER_JAR = RIVER_DIR / "target" / "river-peer.jar"
+RIVER_PATCH = RIVER_DIR / "target" / "patch"
+#: River on Java 17: the ActivationID stand-in the interop install builds, and a heap for
+#: 10 MiB bodies; otherwise the JVM's defaults (C2, G1)
+RIVER_JVM_OPTIONS = ("-Xmx1g", f"--patch-module=java.rmi={RIVER_PATCH}",
+                     "--add-exports=java.rmi/java.rmi.activation=ALL-UNNAMED")
+WORKLOADS = ("rr-1", "rr-100", "transfer")
+LABELS = {"rr-1": "round trips, 1 in flight, 64 B [req/s]",
+          "rr-100": "round trips, 100 in flight, 64 B [req/s]",
+          "transfer": "10 MiB echoed, 1 at a time [MiB/s]"}
+SIZES = {"rr-1": 64, "rr-100": 64, "transfer": 10 * 1024 * 1024}
+PAIRS = (("rsocket_tx", "rsocket_tx"), ("rsocket_tx", "river"), ("river", "rsocket_tx"),
+         ("river", "river"))
+MiB = 1024 * 1024
+
+
+def die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return env
+
+
+# ----------------------------------------------------------------------------- our children
+
+
+def serve() -> None:
+    """rsocket_tx's Jini mux server with the echo dispatcher; ``PORT n``; exits at stdin EOF."""
+    from twisted.internet import reactor
+
+    from rsocket_tx.jini import Dispatcher
+    from rsocket_tx.jini import serve as jini_serve
+
+    class ReadAllEcho(Dispatcher):
+        """River's echo: the whole body, then the response (a River client writes its whole
+        body before it reads: a streaming echo would wait for it on a 10 MiB body)."""
+
+        async def dispatch(self, request):
+            body = await request.read_all()
+            request.response.write(body)
+
+    d = jini_serve(reactor, f"tcp:port=0:interface={HOST}", ReadAllEcho)
+    d.addCallback(lambda port: print(f"PORT {port.getHost().port}", flush=True))
+    d.addErrback(lambda f: (sys.stderr.write(f.getTraceback()), reactor.stop()))
+
+    def watch() -> None:
+        sys.stdin.read()
+        reactor.callFromThread(reactor.stop)
+
+    threading.Thread(target=watch, daemon=True).start()
+    reactor.run()
+
+
+def client(port: int, kind: str, count: int, size: int, budget: float) -> None:
+    """rsocket_tx's Jini mux client: ``RESULT {json}``."""
+    from twisted.internet import defer, reactor
+
+    from rsocket_tx.jini import JiniMuxClient
+
+    body = bytes(i % 256 for i in range(min(size, 256))) * (size // 256 or 1)
+    body = body[:size].ljust(size, b"x")
+
+    async def run(c, n: int, seconds: float) -> dict:
+        deadline = time.monotonic() + seconds
+        state = {"issued": 0, "ops": 0, "nbytes": 0}
+
+        async def worker() -> None:
+            while state["issued"] < n and time.monotonic() < deadline:
+                state["issued"] += 1
+                answer = await c.request(body)
+                if len(answer) != size:
+                    raise RuntimeError(f"echo of {size} bytes returned {len(answer)}")
+                state["ops"] += 1
+                state["nbytes"] += len(answer)
+
+        started = time.perf_counter()
+        workers = 100 if kind == "rr-100" else 1
+        await defer.gatherResults([defer.ensureDeferred(worker()) for _ in range(workers)],
+                                  consumeErrors=True)
+        state["seconds"] = time.perf_counter() - started
+        return state
+
+    async def main() -> None:
+        c = JiniMuxClient(reactor, f"tcp:host={HOST}:port={port}")
+        try:
+            await run(c, max(count // 20, 2), 1.0)  # warm-up, not reported
+            result = await run(c, count, budget)
+            result.pop("issued")
+        except Exception as exc:
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        print("RESULT " + json.dumps(result), flush=True)
+        reactor.stop()
+
+    reactor.callWhenRunning(lambda: defer.ensureDeferred(main()))
+    reactor.run()
+
+
+# ----------------------------------------------------------------------------- harness
+
+
+def java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+def river_problem() -> str | None:
+    """Why the River side cannot run here, or None (compiles JiniBench.java when needed)."""
+    if java() is None:
+        return "no java on PATH (Java 17)"
+    if not RIVER_JAR.is_file():
+        return "no River peer jar (run tests/interop/peers/river/install.sh)"
+    target = CLASSES / "jinibench" / "JiniBench.class"
+    if not target.is_file() or target.stat().st_mtime < SOURCE.stat().st_mtime:
+        javac = shutil.which("javac")
+        if javac is None:
+            return "no javac on PATH (JDK 17) to compile benchmarks/jini/JiniBench.java"
+        CLASSES.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(RIVER_JAR),
+                               "-d", str(CLASSES), str(SOURCE)], capture_output=True, text=True)
+        if done.returncode:
+            return "javac failed: " + done.stderr.strip()[-300:]
+    return None
+
+
+def river_argv(main: str) -> list[str]:
+    return [java(), *RIVER_JVM_OPTIONS, "-cp", f"{RIVER_JAR}{os.pathsep}{CLASSES}", main]
+
+
+class Server:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "rsocket_tx":
+            argv = [sys.executable, "-m", "benchmarks.jini_bench", "serve"]
+        else:
+            argv = river_argv("rsocket_tx.interop.river.Server") + [
+                "--port", "0", "--timeout", "3600", "--watch-stdin"]
+        self.proc = subprocess.Popen(argv, cwd=REPO, env=child_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     preexec_fn=die_with_parent)
+        timer = threading.Timer(120, self.proc.kill)
+        timer.start()
+        self.port = None
+        try:
+            for raw in iter(self.proc.stdout.readline, b""):
+                words = raw.split()
+                if words[:1] in ([b"PORT"], [b"LISTENING"]) and len(words) == 2:
+                    self.port = int(words[1])
+                    break
+        finally:
+            timer.cancel()
+        if self.port is None:
+            raise RuntimeError(f"{name} server did not start")
+        # River's server prints JSON events: drain them so that it never blocks
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def stop(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_client(name: str, port: int, kind: str, args: argparse.Namespace) -> dict:
+    count = {"rr-1": args.count, "rr-100": args.count * 10, "transfer": args.transfers}[kind]
+    if name == "rsocket_tx":
+        argv = [sys.executable, "-m", "benchmarks.jini_bench", "client", str(port), kind,
+                str(count), str(SIZES[kind]), str(args.budget)]
+    else:
+        argv = river_argv("jinibench.JiniBench") + [
+            str(port), kind, str(count), str(SIZES[kind]), str(args.budget),
+            str(args.jvm_warmup)]
+    try:
+        done = subprocess.run(argv, cwd=REPO, env=child_env(), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, preexec_fn=die_with_parent,
+                              timeout=60 + 10 * args.budget + args.jvm_warmup)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result = json.loads(line[7:])
+            if "ops" in result:
+                result["complete"] = result["ops"] >= count
+                unit = MiB if kind == "transfer" else 1
+                amount = result["nbytes"] / unit if kind == "transfer" else result["ops"]
+                result["rate"] = amount / result["seconds"] if result["seconds"] else 0.0
+            return result
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"exit {done.returncode}: {tail[:200]}"}
+
+
+def cell_text(best: dict | None) -> str:
+    if best is None:
+        return "-"
+    if "error" in best:
+        return best["error"] if best["error"].startswith("n/a") else "error"
+    text = f"{best['rate']:,.0f}" if best["rate"] >= 100 else f"{best['rate']:,.1f}"
+    return text + ("" if best.get("complete") else "*")
+
+
+def render(results: dict, workloads: list[str], pairs: list[tuple[str, str]]) -> str:
+    def label(pair: tuple[str, str]) -> str:
+        return {"rsocket_tx": "tx", "river": "River"}[pair[0]] + "→" + \
+            {"rsocket_tx": "tx", "river": "River"}[pair[1]]
+
+    header = ["workload", *(label(p) for p in pairs), "tx→tx / River→River"]
+    rows = []
+    for kind in workloads:
+        cells = [cell_text(results[kind].get(p)) for p in pairs]
+        ours = results[kind].get(("rsocket_tx", "rsocket_tx"))
+        theirs = results[kind].get(("river", "river"))
+        ratio = "-"
+        if ours and theirs and "rate" in ours and "rate" in theirs and theirs["rate"]:
+            ratio = f"{ours['rate'] / theirs['rate']:.2f}x"
+        rows.append([LABELS[kind], *cells, ratio])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
+                       enumerate(zip(header, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                               enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.jini_bench",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--count", type=int, default=20_000,
+                   help="round trips of rr-1 (rr-100: 10 times as many)")
+    p.add_argument("--transfers", type=int, default=30, help="10 MiB transfers per run")
+    p.add_argument("--budget", type=float, default=3.0, help="seconds per measured run")
+    p.add_argument("--repeat", type=int, default=3, help="runs per cell, best shown")
+    p.add_argument("--jvm-warmup", type=float, default=2.0, help="River client warm-up, s")
+    p.add_argument("--quick", action="store_true", help="budget 1 s, 2 runs per cell")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.budget, args.repeat = 1.0, 2
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        serve()
+        return 0
+    if argv[:1] == ["client"]:
+        client(int(argv[1]), argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
+        return 0
+    args = parse_args(argv)
+    workloads = [w for w in args.workloads.split(",") if w]
+    started = time.time()
+    problem = river_problem()
+    servers: dict[str, Server] = {}
+    notes = []
+    try:
+        servers["rsocket_tx"] = Server("rsocket_tx")
+        if problem is None:
+            servers["river"] = Server("river")
+        else:
+            notes.append(f"River: n/a ({problem})")
+        results: dict = {kind: {} for kind in workloads}
+        runs: list = []
+        for kind in workloads:
+            for rep in range(args.repeat):
+                order = PAIRS[rep % len(PAIRS):] + PAIRS[:rep % len(PAIRS)]
+                for pair in order:
+                    client_name, server_name = pair
+                    if "river" in pair and problem is not None:
+                        results[kind][pair] = {"error": f"n/a ({problem})"}
+                        continue
+                    result = run_client(client_name, servers[server_name].port, kind, args)
+                    runs.append({"workload": kind, "client": client_name,
+                                 "server": server_name, **result})
+                    sys.stderr.write(f"jini_bench: {kind} {client_name}->{server_name}: "
+                                     f"{json.dumps(result)}\n")
+                    best = results[kind].get(pair)
+                    if "rate" in result and (best is None or "rate" not in best
+                                             or result["rate"] > best["rate"]):
+                        results[kind][pair] = result
+                    elif best is None:
+                        results[kind][pair] = result
+    finally:
+        for server in servers.values():
+            server.stop()
+    table = render(results, workloads, list(PAIRS))
+    print(table)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
+    print(f"\n({stamp}, {time.time() - started:.0f} s, best of {args.repeat}, budget "
+          f"{args.budget:g} s, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; python "
+          f"{platform.python_version()}; client→server; *: the budget ended the run)")
+    for note in notes:
+        print(note)
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"started": stamp, "table": table, "runs": runs,
+             "best": {k: {f"{c}->{s}": v for (c, s), v in r.items()}
+                      for k, r in results.items()}}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

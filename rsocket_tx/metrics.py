@@ -1,0 +1,256 @@
+"""Prometheus metrics for RSocket servers and clients, served over HTTP by Twisted.
+
+Needs the ``metrics`` extra (``pip install 'rsocket-tx[metrics]'``: ``prometheus_client``).
+:class:`PrometheusInterceptor` is an :class:`~rsocket_tx.interceptors.Interceptor`: register it
+on a server or a client, and serve the registry with :func:`serve_metrics` (or
+``twistd rsocket --metrics tcp:9100:interface=127.0.0.1``)::
+
+    from rsocket_tx import serve
+    from rsocket_tx.metrics import PrometheusInterceptor, serve_metrics
+
+    serve("tcp:7878", MyResponder, interceptors=[PrometheusInterceptor()])
+    serve_metrics("tcp:9100:interface=127.0.0.1")   # GET http://127.0.0.1:9100/metrics
+
+The metrics (labels in braces; ``side`` is ``requester`` or ``responder``, ``interaction`` one
+of ``request-response``, ``fire-and-forget``, ``request-stream``, ``request-channel``,
+``metadata-push``, ``route`` the request's first routing tag or ``""``, ``outcome``
+``complete``, ``cancelled`` or the spec name of the error code, e.g. ``APPLICATION_ERROR``):
+
+=====================================================  =============================================
+``rsocket_requests_started_total``                     counter {interaction, route, side}
+``rsocket_requests_total``                             counter {interaction, route, side, outcome}:
+                                                       requests ended
+``rsocket_request_duration_seconds``                   histogram {interaction, route, side}
+``rsocket_payload_bytes_total``                        counter {direction}: payload data + metadata
+                                                       bytes, ``direction`` ``sent``/``received``
+``rsocket_items_total``                                counter {direction}: payloads
+``rsocket_connections_open``                           gauge {side}: ``client``/``server``
+``rsocket_connections_total``                          counter {side}: connections opened
+=====================================================  =============================================
+
+Every distinct route is a label value: a server whose routes carry ids (``items.123``) should
+pass ``route_label`` to map them to a bounded set (e.g. the route pattern).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from .interceptors import ConnectionInfo, Interceptor, RequestInfo
+
+__all__ = [
+    "DEFAULT_BUCKETS",
+    "PrometheusInterceptor",
+    "check_metrics_endpoint",
+    "install_metrics",
+    "metrics_resource",
+    "metrics_service",
+    "metrics_site",
+    "serve_metrics",
+]
+
+#: Request duration histogram buckets, seconds: 0.5 ms to 60 s.
+DEFAULT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                   2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class PrometheusInterceptor(Interceptor):
+    """Counts connections and requests into Prometheus metrics (listed in the module
+    docstring).
+
+    :param registry: the ``prometheus_client`` registry to register the metrics in (default:
+        the global ``REGISTRY``, which also has the process metrics). One registry holds one
+        interceptor's metrics: a second one on the same registry raises ``ValueError``
+        (duplicated time series); share the instance between servers and clients instead.
+    :param namespace: the metric name prefix (``"rsocket"``).
+    :param buckets: the duration histogram's buckets, seconds (:data:`DEFAULT_BUCKETS`).
+    :param route_label: ``callable(route: str | None) -> str``, the ``route`` label of a
+        request (default: the route itself, ``""`` without one).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, *,
+                 namespace: str = "rsocket",
+                 buckets: tuple[float, ...] = DEFAULT_BUCKETS,
+                 route_label: Callable[[str | None], str] | None = None) -> None:
+        if registry is None:
+            registry = REGISTRY
+        self.registry = registry
+        self.route_label = route_label or (lambda route: route or "")
+        request_labels = ("interaction", "route", "side")
+        self.started = Counter("requests_started", "RSocket requests started.",
+                               request_labels, namespace=namespace, registry=registry)
+        self.ended = Counter("requests", "RSocket requests ended, by outcome.",
+                             (*request_labels, "outcome"), namespace=namespace,
+                             registry=registry)
+        self.duration = Histogram("request_duration_seconds",
+                                  "RSocket request duration, seconds.", request_labels,
+                                  namespace=namespace, registry=registry, buckets=buckets)
+        self.bytes = Counter("payload_bytes", "RSocket payload bytes (data + metadata).",
+                             ("direction",), namespace=namespace, registry=registry)
+        self.items = Counter("items", "RSocket payloads (items).", ("direction",),
+                             namespace=namespace, registry=registry)
+        self.connections_open = Gauge("connections_open", "RSocket connections open.",
+                                      ("side",), namespace=namespace, registry=registry)
+        self.connections = Counter("connections", "RSocket connections opened.", ("side",),
+                                   namespace=namespace, registry=registry)
+        self.bytes_sent = self.bytes.labels("sent")
+        self.bytes_received = self.bytes.labels("received")
+        self.items_sent = self.items.labels("sent")
+        self.items_received = self.items.labels("received")
+
+    def connection_opened(self, connection: ConnectionInfo) -> None:
+        self.connections.labels(connection.side).inc()
+        self.connections_open.labels(connection.side).inc()
+
+    def connection_closed(self, connection: ConnectionInfo) -> None:
+        self.connections_open.labels(connection.side).dec()
+
+    def request_started(self, request: RequestInfo) -> None:
+        self.started.labels(request.interaction.value, self.route_label(request.route),
+                            request.side.value).inc()
+
+    def request_ended(self, request: RequestInfo) -> None:
+        interaction = request.interaction.value
+        route = self.route_label(request.route)
+        side = request.side.value
+        self.ended.labels(interaction, route, side, request.outcome).inc()
+        duration = request.duration
+        if duration is not None:
+            self.duration.labels(interaction, route, side).observe(max(duration, 0.0))
+        if request.bytes_sent:
+            self.bytes_sent.inc(request.bytes_sent)
+        if request.bytes_received:
+            self.bytes_received.inc(request.bytes_received)
+        if request.items_sent:
+            self.items_sent.inc(request.items_sent)
+        if request.items_received:
+            self.items_received.inc(request.items_received)
+
+
+def metrics_resource(registry: CollectorRegistry | None = None):
+    """The twisted.web resource serving ``registry``: the Prometheus text format, or
+    OpenMetrics when the scraper's ``Accept`` asks for it (``prometheus_client``'s
+    ``choose_encoder``).
+
+    It renders in the reactor thread, at once (a scrape of a few hundred series takes well
+    under a millisecond), over any transport; ``prometheus_client.twisted.MetricsResource``
+    renders in a thread pool through WSGI, which needs an IP peer address (it fails over a
+    UNIX socket).
+
+    :param registry: default: the global ``REGISTRY``.
+    :returns: an ``IResource``.
+    """
+    from prometheus_client.exposition import choose_encoder
+    from twisted.web.resource import Resource
+
+    source = REGISTRY if registry is None else registry
+
+    class MetricsResource(Resource):
+        isLeaf = True
+
+        def render_GET(self, request):  # noqa: N802 - twisted.web's name
+            accept = request.getHeader(b"accept")
+            encoder, content_type = choose_encoder(
+                accept.decode("latin-1") if accept is not None else "")
+            request.setHeader(b"content-type", content_type.encode("ascii"))
+            return encoder(source)
+
+    return MetricsResource()
+
+
+def metrics_site(registry: CollectorRegistry | None = None):
+    """A twisted.web ``Site`` serving ``registry`` at ``/metrics`` (and at ``/``).
+
+    :param registry: default: the global ``REGISTRY``.
+    :returns: the ``Site`` (a protocol factory for any stream server endpoint).
+    """
+    from twisted.web.resource import Resource
+    from twisted.web.server import Site
+
+    metrics = metrics_resource(registry)
+    root = Resource()
+    root.putChild(b"metrics", metrics)
+    root.putChild(b"", metrics)
+    site = Site(root)
+    site.noisy = False
+    return site
+
+
+def serve_metrics(endpoint: str, registry: CollectorRegistry | None = None, *, reactor=None):
+    """Serve the metrics over HTTP on ``endpoint``: ``GET /metrics``.
+
+    :param endpoint: a Twisted server endpoint string, e.g. ``"tcp:9100:interface=127.0.0.1"``
+        (anything ``serverFromString`` takes).
+    :param registry: default: the global ``REGISTRY``.
+    :param reactor: default: the global reactor.
+    :returns: a Deferred firing with the ``IListeningPort`` (``stopListening()`` ends it).
+    :raises ValueError: a bad endpoint string.
+    """
+    from twisted.internet.endpoints import serverFromString
+
+    if reactor is None:
+        from twisted.internet import reactor as global_reactor
+        reactor = global_reactor
+    return serverFromString(reactor, endpoint).listen(metrics_site(registry))
+
+
+def metrics_service(endpoint: str, registry: CollectorRegistry | None = None, *,
+                    reactor=None):
+    """A twisted ``Service`` serving the metrics on ``endpoint`` while it runs (what
+    ``twistd rsocket --metrics ENDPOINT`` adds to its application).
+
+    :param endpoint: a Twisted server endpoint string.
+    :param registry: default: the global ``REGISTRY``.
+    :param reactor: default: the global reactor.
+    :returns: a ``StreamServerEndpointService`` (a failed listen fails ``startService``).
+    :raises ValueError: a bad endpoint string.
+    """
+    from twisted.application.internet import StreamServerEndpointService
+    from twisted.internet.endpoints import serverFromString
+
+    if reactor is None:
+        from twisted.internet import reactor as global_reactor
+        reactor = global_reactor
+    service = StreamServerEndpointService(serverFromString(reactor, endpoint),
+                                          metrics_site(registry))
+    service.setName("metrics")
+    return service
+
+
+def install_metrics(service, endpoint: str, registry: CollectorRegistry | None = None, *,
+                    reactor=None) -> PrometheusInterceptor:
+    """Count the requests of a server service (``twistd rsocket``'s
+    :class:`~rsocket_tx.faces.tap.RSocketServerService`, or any service with a ``factory``
+    whose ``interceptors`` is a list) and serve them on ``endpoint`` while it runs.
+
+    :param service: the server service (a ``MultiService``; the metrics service becomes its
+        child).
+    :param endpoint: a Twisted server endpoint string for the HTTP metrics.
+    :param registry: default: the global ``REGISTRY``.
+    :param reactor: default: the global reactor.
+    :returns: the :class:`PrometheusInterceptor` registered on ``service.factory``.
+    :raises ValueError: a bad endpoint string.
+    """
+    child = metrics_service(endpoint, registry, reactor=reactor)
+    interceptor = PrometheusInterceptor(registry)
+    service.factory.interceptors.append(interceptor)
+    child.setServiceParent(service)
+    return interceptor
+
+
+def check_metrics_endpoint(endpoint: str) -> str:
+    """``endpoint`` if it is a server endpoint string Twisted can parse (``--metrics``).
+
+    :raises ValueError: it cannot be parsed (the message says why).
+    """
+    from twisted.internet import reactor
+    from twisted.internet.endpoints import serverFromString
+
+    try:
+        serverFromString(reactor, endpoint)
+    except Exception as exc:  # noqa: BLE001 - every parse failure is a usage error
+        raise ValueError(f"--metrics {endpoint!r}: not a server endpoint string ({exc})"
+                         ) from None
+    return endpoint
