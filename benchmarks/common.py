@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -246,6 +247,24 @@ async def fire_and_forget_run(fire_and_forget, request_response, payload_class, 
         if int(reply.data) >= state["fnf_expected"]:
             break
     return RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+
+
+def stop_child(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop a child process that exits when its stdin closes: close its stdin, wait up to
+    ``grace`` seconds, then kill it.
+
+    :param proc: the child, started with ``stdin=subprocess.PIPE``.
+    :param grace: seconds it gets to exit by itself.
+    """
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def die_with_parent() -> None:

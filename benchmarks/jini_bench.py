@@ -53,6 +53,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import stop_child  # noqa: E402 - after the path when run as a file
+
 REPO = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 HERE = Path(__file__).resolve().parent / "jini"
@@ -225,12 +227,7 @@ class Server:
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
     def stop(self) -> None:
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
+        stop_child(self.proc)
 
 
 def run_client(name: str, port: int, kind: str, args: argparse.Namespace) -> dict:

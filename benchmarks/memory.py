@@ -69,6 +69,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import stop_child  # noqa: E402 - after the path when run as a file
+
 REPO = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 SHAPES = ("rsocket-connections", "rsocket-streams", "rsocket-requests", "jini-connections",
@@ -418,13 +420,7 @@ class Server:
         return self.vm_rss()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
 
 
 class Client:
@@ -448,15 +444,7 @@ class Client:
         return {"open": 0, "error": f"client exited {self.proc.poll()}: {err[-1:] or ''}"}
 
     def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_child(self.proc, 30)
 
 
 def measure(server_name: str, shape: str, count: int, args: argparse.Namespace) -> dict:

@@ -34,7 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # executed as a file: python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import TRANSPORTS, Spec, make_tls_files
+from benchmarks.common import TRANSPORTS, Spec, make_tls_files, stop_child
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -172,15 +172,7 @@ class Child:
         return self.proc.poll() is None
 
     def stop(self, grace: float = 3.0) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_child(self.proc, grace)
         self._sel.close()
         self.proc.stdout.close()
         self._log.close()

@@ -98,6 +98,7 @@ if __package__ in (None, ""):  # executed as a file
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import stress_raw as raw
+from benchmarks.common import stop_child
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -319,15 +320,7 @@ class Child:
         return " | ".join(lines[-n:])
 
     def stop(self, grace: float = 10.0) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_child(self.proc, grace)
         self._log.close()
 
 

@@ -50,13 +50,13 @@ from typing import Any
 
 from twisted.logger import Logger
 
-from .bridge import describe_peer
 from .core import errors as E
 from .core.events import (
     CancelReceived,
     ConnectionClosed,
     MetadataPushReceived,
     PayloadReceived,
+    PayloadsReceived,
     RequestReceived,
     SetupReceived,
     StreamErrored,
@@ -133,8 +133,9 @@ class ConnectionInfo:
     """One connection, as interceptors see it.
 
     :ivar side: ``"client"`` or ``"server"``.
-    :ivar peer: the peer's address (``"127.0.0.1:50312"``; ``"?"`` when the transport does
-        not say).
+    :ivar peer: the peer's address as the connection's log lines give it
+        (:func:`~rsocket_tx.bridge.describe_peer`: ``"127.0.0.1:50312"``, ``"[::1]:50312"``,
+        a UNIX socket's path; ``"?"`` when the transport does not say).
     :ivar protocol_ref: a weak reference to the
         :class:`~rsocket_tx.protocol.RSocketProtocol` (see :attr:`protocol`).
     :ivar opened: when it opened, seconds (``reactor.seconds()``).
@@ -326,6 +327,7 @@ class ConnectionTap:
         handlers = protocol.event_handlers
         for event_class, wrap in ((RequestReceived, self.wrap_request),
                                   (PayloadReceived, self.wrap_payload),
+                                  (PayloadsReceived, self.wrap_payloads),
                                   (StreamErrored, self.wrap_errored),
                                   (CancelReceived, self.wrap_cancel),
                                   (MetadataPushReceived, self.wrap_metadata_push),
@@ -355,12 +357,9 @@ class ConnectionTap:
         client's connection opens for interceptors now, a server's with the client's SETUP
         (a server connection that begins with RESUME is handed to the session it resumes:
         one connection however many transports it used)."""
-        protocol = self.protocol_ref()
-        transport: Any = getattr(protocol, "transport", None)
-        try:
-            peer = describe_peer(transport.getPeer())
-        except Exception:  # noqa: BLE001 - an odd transport
-            peer = "?"
+        # (the words of the connection's log lines: ConnectionLogger.peer, set from the
+        # transport just before the connection is built)
+        peer = getattr(getattr(self.protocol_ref(), "log", None), "peer", None) or "?"
         side = "client" if conn.is_client else "server"
         self.conn_ref = weakref.ref(conn)
         self.connection = ConnectionInfo(side, peer, self.protocol_ref, self.now())
@@ -442,6 +441,13 @@ class ConnectionTap:
             info.items_sent += 1
             info.bytes_sent += _size(payload)
 
+    def sent_batch(self, stream_id: int, payloads: list[Payload]) -> None:
+        """Items sent by the batch path (``send_payloads``): counted at once."""
+        info = self.requests.get(stream_id)
+        if info is not None:
+            info.items_sent += len(payloads)
+            info.bytes_sent += sum(map(_size, payloads))
+
     # ------------------------------------------------------------------ event wrappers
 
     def wrap_request(self, handler: Callable) -> Callable:
@@ -475,6 +481,18 @@ class ConnectionTap:
                     self.settle(sid, COMPLETE)
             handler(event)
         return on_payload
+
+    def wrap_payloads(self, handler: Callable) -> Callable:
+        """The batch receive path (several items of one stream, none completing it): counted
+        at once; the protocol keeps that path on because this wraps it."""
+        def on_payloads(event: PayloadsReceived) -> None:
+            info = self.requests.get(event.stream_id)
+            if info is not None:
+                payloads = event.payloads
+                info.items_received += len(payloads)
+                info.bytes_received += sum(map(_size, payloads))
+            handler(event)
+        return on_payloads
 
     def wrap_errored(self, handler: Callable) -> Callable:
         def on_errored(event: StreamErrored) -> None:
@@ -566,6 +584,16 @@ def _observed_class(base: Any) -> type:
         tap.sent(stream_id, payload)
         tap.settle(stream_id, COMPLETE)
 
+    def send_payloads(self: Any, stream_id: int, payloads: list[Payload]) -> None:
+        # (the batch send path stays on: this class overrides both send methods; where the
+        # base sends item by item through send_payload, those items are counted already)
+        tap = self.tap
+        info = tap.requests.get(stream_id)
+        counted = None if info is None else info.items_sent
+        base.send_payloads(self, stream_id, payloads)
+        if info is not None and info.items_sent == counted:
+            tap.sent_batch(stream_id, payloads)
+
     def send_complete(self: Any, stream_id: int) -> None:
         base.send_complete(self, stream_id)
         self.tap.settle(stream_id, COMPLETE)
@@ -591,5 +619,7 @@ def _observed_class(base: Any) -> type:
         "send_error": send_error,
         "send_cancel": send_cancel,
     }
+    if hasattr(base, "send_payloads"):  # (the 2015 draft's connection has no batch send)
+        namespace["send_payloads"] = send_payloads
     cls = _observed[base] = type(f"Observed{base.__name__}", (base,), namespace)
     return cls

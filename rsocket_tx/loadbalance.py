@@ -39,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import random as _random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
@@ -307,7 +308,7 @@ class LoadbalanceRSocket:
     :param wait_timeout: milliseconds a request made while no target is connected waits for
         one (default 10,000; 0: fail at once).
     :param backoff: the reconnection delays of every target
-        (:class:`~rsocket_tx.reconnect.Backoff`; None: its defaults; ``max_attempts`` is
+        (:class:`~rsocket_tx.core.resume.Backoff`; None: its defaults; ``max_attempts`` is
         ignored: a target is retried for as long as it is in the list).
     :param connect_timeout: milliseconds one connection attempt may take (default 10,000).
     :param drain_timeout: milliseconds a removed target's open streams get before its
@@ -332,7 +333,7 @@ class LoadbalanceRSocket:
             else strategy
         backoff = Backoff() if backoff is None else backoff
         if backoff.max_attempts is not None:
-            backoff = Backoff(backoff.initial_delay, backoff.max_delay, None, backoff.jitter)
+            backoff = dataclasses.replace(backoff, max_attempts=None)
         self.backoff = backoff
         check_milliseconds("wait_timeout", wait_timeout)
         check_milliseconds("connect_timeout", connect_timeout)

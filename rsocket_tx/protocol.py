@@ -83,7 +83,7 @@ from .core.events import (
 from .core.frames import FrameType, ResumeFrame, SetupFrame
 from .core.lease import NO_LEASE, LeasePolicy
 from .core.payload import Payload
-from .core.resume import Backoff, SessionStore
+from .core.resume import Backoff, BackoffAttempts, SessionStore
 from .core.sniff import WEBSOCKET_SUBPROTOCOL
 from .interceptors import Interceptor, observe
 from .interfaces import (
@@ -325,8 +325,10 @@ class RSocketProtocol(MuxProtocol):
                                                   now=self.reactor.seconds(),
                                                   frame_logger=frame_logger)
         # the batch path of stream items (one event per stream and read), unless something
-        # observes each item (an interceptor wraps the PayloadReceived handler)
-        conn.batch_payloads = self.event_handlers.get(PayloadReceived) == self._on_payload
+        # observes each item but not batches (wraps the PayloadReceived handler only)
+        handlers = self.event_handlers
+        conn.batch_payloads = handlers.get(PayloadReceived) == self._on_payload or \
+            handlers.get(PayloadsReceived) != self._on_payloads
         # IStreamHost, bound straight to the connection: no extra call per item
         self.send_item = conn.send_payload
         send_payloads = getattr(conn, "send_payloads", None)  # (the 2015 draft's has none)
@@ -1497,7 +1499,8 @@ class RSocketClientFactory(ClientFactory):
                                          max_lifetime=setup.max_lifetime)
         self.config = config
         self.frame_logger = frame_logger
-        self._backoff = Backoff(config.reconnect_initial_delay, config.reconnect_max_delay)
+        self._backoff = BackoffAttempts(Backoff(config.reconnect_initial_delay,
+                                                config.reconnect_max_delay, jitter=0))
 
     def buildProtocol(self, addr) -> RSocketProtocol:
         if self._session is not None:

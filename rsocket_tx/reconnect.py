@@ -16,11 +16,12 @@ new connection is a new SETUP; what was in flight on the old one is gone, so the
   (:class:`~rsocket_tx.core.errors.ConnectionLostError`, or the ERROR the server closed it
   with) and is **never retried** by this client: the responder may have acted on it.
 
-The delays between connection attempts (:class:`Backoff`) follow reactor-core's
-``Retry.backoff``: attempt *n* (0-based, counted since the last successful connection) waits
-``min(max_delay, initial_delay * 2**n)`` milliseconds, moved by a random jitter of up to
-``jitter`` times that delay and kept within ``[initial_delay, max_delay]``. Time comes from
-the reactor (an ``IReactorTime``: tests pass a ``twisted.internet.task.Clock``).
+The delays between connection attempts (:class:`~rsocket_tx.core.resume.Backoff`, also
+importable from here; the resumable client reconnects with the same class) follow
+reactor-core's ``Retry.backoff``: attempt *n* (0-based, counted since the last successful
+connection) waits ``min(max_delay, initial_delay * 2**n)`` milliseconds, moved by a random
+jitter of up to ``jitter`` times that delay and kept within ``[initial_delay, max_delay]``.
+Time comes from the reactor (an ``IReactorTime``: tests pass a ``twisted.internet.task.Clock``).
 
 Example::
 
@@ -38,7 +39,6 @@ from __future__ import annotations
 import enum
 import random as _random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet.defer import CancelledError, Deferred, fail
@@ -46,7 +46,14 @@ from twisted.internet.defer import TimeoutError as DeferredTimeoutError
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from .core.config import (
+    DEFAULT_RECONNECT_INITIAL_DELAY,
+    DEFAULT_RECONNECT_JITTER,
+    DEFAULT_RECONNECT_MAX_DELAY,
+    check_milliseconds,
+)
 from .core.errors import ConnectionLostError, LocalProtocolError
+from .core.resume import Backoff
 
 __all__ = [
     "Backoff",
@@ -69,23 +76,11 @@ DEFAULT_WAIT_TIMEOUT = 10_000
 #: LEASE) before it is cancelled and counted as failed.
 DEFAULT_CONNECT_TIMEOUT = 10_000
 #: Milliseconds before the first reconnection attempt (and the shortest delay).
-DEFAULT_INITIAL_DELAY = 100
+DEFAULT_INITIAL_DELAY = DEFAULT_RECONNECT_INITIAL_DELAY
 #: Milliseconds: the longest delay between two attempts.
-DEFAULT_MAX_DELAY = 10_000
+DEFAULT_MAX_DELAY = DEFAULT_RECONNECT_MAX_DELAY
 #: Fraction of each delay by which the jitter may move it.
-DEFAULT_JITTER = 0.5
-
-_MAX_MS = 0x7FFFFFFF  # 2^31-1 ms, the spec's limit on times (about 24.8 days)
-
-
-def check_milliseconds(name: str, value: Any, minimum: int = 0) -> None:
-    """Check a time setting: an int of milliseconds in [``minimum``, 2^31-1].
-
-    :raises ValueError: naming ``name``, when it is not.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_MS:
-        raise ValueError(f"{name} must be an integer number of milliseconds in "
-                         f"[{minimum}, {_MAX_MS}], got {value!r}")
+DEFAULT_JITTER = DEFAULT_RECONNECT_JITTER
 
 
 class NotConnectedError(LocalProtocolError):
@@ -127,60 +122,6 @@ class ReconnectState(enum.Enum):
     FAILED = "failed"
     #: closed by :meth:`ReconnectingRSocket.close`: requests fail at once
     CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Exponential backoff with jitter between connection attempts (reactor-core's
-    ``Retry.backoff(maxAttempts, minBackoff).maxBackoff(...).jitter(...)``).
-
-    :param initial_delay: milliseconds before the first attempt after a loss or a failed
-        attempt (default 100; 0: at once). Also the shortest delay.
-    :param max_delay: milliseconds, the longest delay (default 10,000; >= ``initial_delay``).
-    :param max_attempts: failed attempts in a row after which the client gives up (state
-        FAILED, waiting requests fail); None (default): try forever.
-    :param jitter: fraction (0..1) of each delay by which it is moved at random, up or down
-        (default 0.5; 0: exact delays).
-    :raises ValueError: a value out of range.
-    """
-
-    initial_delay: int = DEFAULT_INITIAL_DELAY
-    max_delay: int = DEFAULT_MAX_DELAY
-    max_attempts: int | None = None
-    jitter: float = DEFAULT_JITTER
-
-    def __post_init__(self) -> None:
-        check_milliseconds("initial_delay", self.initial_delay)
-        check_milliseconds("max_delay", self.max_delay)
-        if self.max_delay < self.initial_delay:
-            raise ValueError(f"max_delay ({self.max_delay} ms) must be >= initial_delay "
-                             f"({self.initial_delay} ms)")
-        if self.max_attempts is not None and (
-                isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int)
-                or self.max_attempts < 1):
-            raise ValueError(f"max_attempts must be None or an integer >= 1, "
-                             f"got {self.max_attempts!r}")
-        if isinstance(self.jitter, bool) or not isinstance(self.jitter, (int, float)) \
-                or not 0 <= self.jitter <= 1:
-            raise ValueError(f"jitter must be a number in [0, 1], got {self.jitter!r}")
-
-    def delay(self, attempt: int, rand: float = 0.5) -> float:
-        """The delay before attempt number ``attempt``.
-
-        :param attempt: 0 for the first attempt after a loss (or the first retry), 1 for the
-            next, ... (counted since the last successful connection).
-        :param rand: a random number in [0, 1) choosing the jitter (0.5: none).
-        :returns: milliseconds, within [``initial_delay``, ``max_delay``].
-        """
-        base = float(min(self.max_delay, self.initial_delay * 2 ** min(attempt, 62)))
-        offset = base * self.jitter
-        low = max(self.initial_delay - base, -offset)
-        high = min(self.max_delay - base, offset)
-        return base + low + (high - low) * rand
-
-    def gives_up(self, failed: int) -> bool:
-        """Whether ``failed`` failed attempts in a row exhaust ``max_attempts``."""
-        return self.max_attempts is not None and failed >= self.max_attempts
 
 
 class PendingStream:
@@ -278,7 +219,8 @@ class PendingStream:
 
 
 class ReconnectingRSocket:
-    """One RSocket connection kept up: reconnected with :class:`Backoff` whenever it is lost.
+    """One RSocket connection kept up: reconnected with
+    :class:`~rsocket_tx.core.resume.Backoff` whenever it is lost.
 
     The request methods are those of :class:`~rsocket_tx.requester.RSocket`, with the same
     arguments (passed through as they are); the module docstring says what happens to a
@@ -289,7 +231,8 @@ class ReconnectingRSocket:
         rsocket_tx.connect(endpoint)``; :func:`connect_reconnecting` builds one from an
         endpoint). It should not be resumable (``resume=True`` reconnects by itself).
     :param reactor: an ``IReactorTime`` for the delays and timeouts; None: the global reactor.
-    :param backoff: the delays between attempts (:class:`Backoff`; None: the defaults).
+    :param backoff: the delays between attempts (:class:`~rsocket_tx.core.resume.Backoff`;
+        None: the defaults).
     :param wait_timeout: milliseconds a request made while disconnected waits for the next
         connection before failing with :class:`NotConnectedError` (default 10,000; 0: fail at
         once).
@@ -535,6 +478,21 @@ class ReconnectingRSocket:
 
     # -- the requester API (rsocket_tx.requester.RSocket) ----------------------------------
 
+    def _send(self, request: Callable[[Any], Any], *, stream: bool = False) -> Any:
+        """``request(rsocket)`` on the connection now if there is one, else once there is:
+        a Deferred chained on :meth:`when_connected`, or for a stream a
+        :class:`PendingStream`.
+
+        :raises NotConnectedError: the client is closed, not started or gave up.
+        """
+        rsocket = self.rsocket
+        if rsocket is not None:
+            return request(rsocket)
+        self._check_usable()
+        if stream:
+            return PendingStream(self.when_connected(), request)
+        return self.when_connected().addCallback(request)
+
     def request_response(self, payload: Any, **options: Any) -> Deferred:
         """Request-response (spec §Request Response), as
         :meth:`RSocket.request_response <rsocket_tx.requester.RSocket.request_response>`;
@@ -545,12 +503,7 @@ class ReconnectingRSocket:
             retried), or :class:`NotConnectedError` (nothing sent).
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        rsocket = self.rsocket
-        if rsocket is not None:
-            return rsocket.request_response(payload, **options)
-        self._check_usable()
-        return self.when_connected().addCallback(
-            lambda rs: rs.request_response(payload, **options))
+        return self._send(lambda rs: rs.request_response(payload, **options))
 
     def fire_and_forget(self, payload: Any, **options: Any) -> Deferred:
         """Fire-and-forget (spec §Request Fire-n-Forget), as
@@ -561,12 +514,7 @@ class ReconnectingRSocket:
             failing with :class:`NotConnectedError` or the connection's error.
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        rsocket = self.rsocket
-        if rsocket is not None:
-            return rsocket.fire_and_forget(payload, **options)
-        self._check_usable()
-        return self.when_connected().addCallback(
-            lambda rs: rs.fire_and_forget(payload, **options))
+        return self._send(lambda rs: rs.fire_and_forget(payload, **options))
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         """METADATA_PUSH (spec §METADATA_PUSH Frame), as
@@ -578,11 +526,7 @@ class ReconnectingRSocket:
         """
         if not isinstance(metadata, bytes):
             raise TypeError(f"metadata must be bytes, got {type(metadata).__name__}")
-        rsocket = self.rsocket
-        if rsocket is not None:
-            return rsocket.metadata_push(metadata)
-        self._check_usable()
-        return self.when_connected().addCallback(lambda rs: rs.metadata_push(metadata))
+        return self._send(lambda rs: rs.metadata_push(metadata))
 
     def request_stream(self, payload: Any, **options: Any) -> Any:
         """Request-stream (spec §Request Stream), as
@@ -594,12 +538,7 @@ class ReconnectingRSocket:
             time). A stream open when the connection drops fails with its error.
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        rsocket = self.rsocket
-        if rsocket is not None:
-            return rsocket.request_stream(payload, **options)
-        self._check_usable()
-        return PendingStream(self.when_connected(),
-                             lambda rs: rs.request_stream(payload, **options))
+        return self._send(lambda rs: rs.request_stream(payload, **options), stream=True)
 
     def request_channel(self, payload: Any, outbound: Any = None, **options: Any) -> Any:
         """Request-channel (spec §Request Channel), as
@@ -609,12 +548,8 @@ class ReconnectingRSocket:
 
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        rsocket = self.rsocket
-        if rsocket is not None:
-            return rsocket.request_channel(payload, outbound, **options)
-        self._check_usable()
-        return PendingStream(self.when_connected(),
-                             lambda rs: rs.request_channel(payload, outbound, **options))
+        return self._send(lambda rs: rs.request_channel(payload, outbound, **options),
+                          stream=True)
 
     # -- closing ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from .extensions import (
     parse_metadata,
 )
 from .streams import (
+    FRAME_OVERHEAD,
     DecodedStream,
     RequestStream,
     check_send_limit,
@@ -187,10 +188,21 @@ class RSocket:
         """
         if timeout is not None:
             check_timeout(timeout)
-        request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
-                                tracing)
-        check_send_limit(self._protocol, request)
-        d = self._protocol.request_response(request)
+        host = self._protocol
+        if payload.__class__ is Payload and route is None and auth is None and \
+                data_mime_type is None and accept_mime_types is None and tracing is None:
+            # the hot path, a plain Payload: _payload would return it as it is, and
+            # check_send_limit (inlined) needs only a length comparison
+            metadata = payload.metadata
+            size = len(payload.data) + (len(metadata) if metadata is not None else 0)
+            if size + size // 3 + FRAME_OVERHEAD > host.max_send_buffer_size:
+                check_send_limit(host, payload)
+            request = payload
+        else:
+            request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
+                                    tracing)
+            check_send_limit(host, request)
+        d = host.request_response(request)
         if timeout is not None:
             _expire(d, timeout, self._protocol.reactor, "request-response")
         if decode:
@@ -213,10 +225,19 @@ class RSocket:
         It takes no ``timeout``: nothing comes back to wait for, and a frame once queued
         cannot be called back (spec: fire-and-forget has no CANCEL).
         """
+        host = self._protocol
+        if payload.__class__ is Payload and route is None and auth is None and \
+                data_mime_type is None and accept_mime_types is None and tracing is None:
+            # the hot path, as in request_response
+            metadata = payload.metadata
+            size = len(payload.data) + (len(metadata) if metadata is not None else 0)
+            if size + size // 3 + FRAME_OVERHEAD > host.max_send_buffer_size:
+                check_send_limit(host, payload)
+            return host.fire_and_forget(payload)
         request = self._payload(payload, route, auth, data_mime_type, accept_mime_types,
                                 tracing)
-        check_send_limit(self._protocol, request)
-        return self._protocol.fire_and_forget(request)
+        check_send_limit(host, request)
+        return host.fire_and_forget(request)
 
     fire_and_forget.__doc__ += _OPTIONS_DOC
 

@@ -346,3 +346,58 @@ def test_a_resumed_session_is_one_connection_and_its_stream_one_request():
     rs.close()
     net.flush()
     assert client.names()[-1] == server.names()[-1] == "closed"
+
+
+def test_stream_items_are_counted_with_the_batch_paths_on(monkeypatch):
+    from twisted.test.iosim import connectedServerAndClient
+
+    from rsocket_tx.client import make_setup
+    from rsocket_tx.core.events import PayloadsReceived
+    from rsocket_tx.interceptors import ConnectionTap
+    from rsocket_tx.protocol import RSocketClientFactory
+
+    batches: list[int] = []  # items per batch the tap counted, sent and received
+    sent_batch, wrap_payloads = ConnectionTap.sent_batch, ConnectionTap.wrap_payloads
+
+    def counting_sent_batch(self, stream_id, payloads):
+        batches.append(len(payloads))
+        sent_batch(self, stream_id, payloads)
+
+    def counting_wrap_payloads(self, handler):
+        wrapped = wrap_payloads(self, handler)
+
+        def on_payloads(event):
+            batches.append(-len(event.payloads))
+            wrapped(event)
+        return on_payloads
+
+    monkeypatch.setattr(ConnectionTap, "sent_batch", counting_sent_batch)
+    monkeypatch.setattr(ConnectionTap, "wrap_payloads", counting_wrap_payloads)
+
+    class Many(Responder):
+        def request_stream(self, payload):
+            return [Payload(b"item %d" % i) for i in range(200)]
+
+    server, client = Recorder(), Recorder()
+    clock = Clock()
+    server_factory = RSocketServerFactory(Many, reactor=clock, interceptors=[server])
+    client_factory = RSocketClientFactory(make_setup(), reactor=clock, interceptors=[client])
+    client_proto, server_proto, pump = connectedServerAndClient(
+        lambda: server_factory.buildProtocol(None),
+        lambda: client_factory.buildProtocol(None), clock=clock)
+    assert client_proto.connection.batch_payloads and server_proto.connection.batch_payloads
+    assert PayloadsReceived in client_proto.event_handlers
+    stream = client_proto.rsocket.request_stream(Payload(b""), prefetch=1000)
+    result = stream.collect()
+    for _ in range(10):
+        clock.advance(0)
+        pump.flush()
+    assert [p.data for p in result.result] == [b"item %d" % i for i in range(200)]
+    # both batch paths ran: items sent several at a time, and received several at a time
+    assert any(n > 1 for n in batches) and any(n < -1 for n in batches)
+    (requested,), (served,) = client.ended(), server.ended()
+    expected_bytes = sum(len(b"item %d" % i) for i in range(200))
+    assert requested.outcome == served.outcome == COMPLETE
+    assert (served.items_sent, served.bytes_sent) == (200, expected_bytes)
+    assert (requested.items_received, requested.bytes_received) == (200, expected_bytes)
+    assert (requested.items_sent, served.items_received) == (1, 1)  # the request payload

@@ -6,15 +6,13 @@ from __future__ import annotations
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
-from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, parse, server_protocol, wire
+from twisted_support import EchoResponder, LoggedPair, parse, server_protocol, wire
 
 from rsocket_tx import (
     ConnectionLostError,
     Payload,
     Responder,
     RSocketClientFactory,
-    RSocketServerFactory,
 )
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.frames import ErrorFrame, FrameType, KeepaliveFrame
@@ -23,26 +21,12 @@ INTERVAL = 1000  # ms
 LIFETIME = 5000  # ms
 
 
-class Pair:
+class Pair(LoggedPair):
     """A client and a server connected in memory, both on one Clock, logging their frames."""
 
     def __init__(self, responder=EchoResponder, interval=INTERVAL, lifetime=LIFETIME) -> None:
-        self.clock = Clock()
-        self.sent = {"client": [], "server": []}
-
-        def logger(side):
-            return lambda direction, frame: (
-                direction == "send" and self.sent[side].append(frame))
-
-        server_factory = RSocketServerFactory(responder, reactor=self.clock,
-                                              frame_logger=logger("server"))
-        client_factory = RSocketClientFactory(
-            make_setup(keepalive_interval=interval, max_lifetime=lifetime), reactor=self.clock,
-            frame_logger=logger("client"))
-        self.client, self.server, self.pump = connectedServerAndClient(
-            lambda: server_factory.buildProtocol(None),
-            lambda: client_factory.buildProtocol(None), clock=self.clock)
-        self.rsocket = self.client.rsocket
+        super().__init__(responder, make_setup(keepalive_interval=interval,
+                                               max_lifetime=lifetime))
 
     def keepalives(self, side: str) -> list:
         return [f for f in self.sent[side] if f.frame_type == FrameType.KEEPALIVE]

@@ -182,7 +182,10 @@ def test_backoff_delays_stay_within_the_bounds(initial, extra, jitter, attempt, 
     backoff = Backoff(initial_delay=initial, max_delay=initial + extra, jitter=jitter)
     delay = backoff.delay(attempt, rand)
     assert initial - 1e-6 <= delay <= initial + extra + 1e-6
-    base = min(initial + extra, initial * 2 ** attempt)
+    if initial:
+        base = min(initial + extra, initial * 2 ** attempt)
+    else:  # at once, then 1, 2, 4, ... ms: never a loop of immediate retries
+        base = min(extra, 2 ** (attempt - 1)) if attempt else 0
     assert abs(delay - base) <= base * jitter + 1e-6
 
 

@@ -16,7 +16,7 @@ from twisted.internet.defer import CancelledError, Deferred, ensureDeferred
 from twisted.internet.task import Clock
 from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 from twisted.test.iosim import connectedServerAndClient
-from twisted_support import EchoResponder, wait
+from twisted_support import EchoResponder, LoggedPair, wait
 
 from rsocket_tx import (
     ApplicationError,
@@ -36,28 +36,15 @@ from rsocket_tx.extensions import COMPOSITE_METADATA
 JSON = "application/json"
 
 
-class Pair:
+class Pair(LoggedPair):
     """A client and a server connected in memory on one Clock, logging the frames each
     sends (``sent["client"]``, ``sent["server"]``)."""
 
     def __init__(self, responder=EchoResponder, *, data_mime_type="application/octet-stream",
                  metadata_mime_type="application/octet-stream", **client_settings) -> None:
-        self.clock = Clock()
-        self.sent: dict[str, list] = {"client": [], "server": []}
-
-        def logger(side):
-            return lambda direction, frame: (
-                direction == "send" and self.sent[side].append(frame))
-
-        server_factory = RSocketServerFactory(responder, reactor=self.clock,
-                                              frame_logger=logger("server"))
-        client_factory = RSocketClientFactory(
-            make_setup(data_mime_type=data_mime_type, metadata_mime_type=metadata_mime_type),
-            reactor=self.clock, frame_logger=logger("client"), **client_settings)
-        self.client, self.server, self.pump = connectedServerAndClient(
-            lambda: server_factory.buildProtocol(None),
-            lambda: client_factory.buildProtocol(None), clock=self.clock)
-        self.rsocket = self.client.rsocket
+        super().__init__(responder, make_setup(data_mime_type=data_mime_type,
+                                               metadata_mime_type=metadata_mime_type),
+                         **client_settings)
         self.deliver()
 
     def deliver(self) -> None:
@@ -497,17 +484,24 @@ def test_a_channel_item_over_the_limit_fails_the_channel_locally():
     assert pair.rsocket.is_open
 
 
+def limited_server(responder):
+    """A client connected in memory to a server whose ``max_send_buffer_size`` is 65,536
+    bytes: ``(client, server, pump, clock)``."""
+    clock = Clock()
+    server_factory = RSocketServerFactory(responder, reactor=clock, max_send_buffer_size=65_536)
+    client_factory = RSocketClientFactory(make_setup(), reactor=clock)
+    client, server, pump = connectedServerAndClient(
+        lambda: server_factory.buildProtocol(None),
+        lambda: client_factory.buildProtocol(None), clock=clock)
+    return client, server, pump, clock
+
+
 def test_a_response_item_over_the_servers_limit_is_an_error_not_an_abort():
     class Big(Responder):
         def request_stream(self, payload):
             return [Payload(b"small"), Payload(b"x" * 70_000)]
 
-    clock = Clock()
-    server_factory = RSocketServerFactory(Big, reactor=clock, max_send_buffer_size=65_536)
-    client_factory = RSocketClientFactory(make_setup(), reactor=clock)
-    client, server, pump = connectedServerAndClient(
-        lambda: server_factory.buildProtocol(None),
-        lambda: client_factory.buildProtocol(None), clock=clock)
+    client, server, pump, clock = limited_server(Big)
     result = consume(client.rsocket.request_stream(Payload(b"")))
     for _ in range(5):
         clock.advance(0)
@@ -568,12 +562,7 @@ def test_a_response_over_the_servers_limit_is_an_error_not_an_abort():
         def request_response(self, payload):
             return Payload(b"x" * 70_000)
 
-    clock = Clock()
-    server_factory = RSocketServerFactory(Big, reactor=clock, max_send_buffer_size=65_536)
-    client_factory = RSocketClientFactory(make_setup(), reactor=clock)
-    client, server, pump = connectedServerAndClient(
-        lambda: server_factory.buildProtocol(None),
-        lambda: client_factory.buildProtocol(None), clock=clock)
+    client, server, pump, clock = limited_server(Big)
     d = client.rsocket.request_response(Payload(b""))
     globalLogPublisher.addObserver(observe)
     try:

@@ -260,13 +260,19 @@ async def test_one_line_when_a_connection_opens_and_one_when_it_closes(harness, 
         LogLevel.info, server.log.conn, peer_of_server)
 
 
-@aio
-async def test_tcp_dropped_without_connection_close_is_told_in_words(harness, events):
+async def raw_client_set_up(harness):
+    """A raw TCP client that has sent SETUP to a new server, and the server's protocol once
+    it has accepted it: ``(raw, server)``."""
     port = await harness.serve()
     raw = await harness.raw(port)
     raw.send(wire(SETUP))
     await until(lambda: harness.server_protocols and harness.server_protocols[-1].setup_info)
-    server = harness.server_protocols[-1]
+    return raw, harness.server_protocols[-1]
+
+
+@aio
+async def test_tcp_dropped_without_connection_close_is_told_in_words(harness, events):
+    raw, server = await raw_client_set_up(harness)
     raw.transport.loseConnection()
     await wait(server.lost)
     closed = lines(events, server.log.conn)[-1]
@@ -278,11 +284,7 @@ async def test_tcp_dropped_without_connection_close_is_told_in_words(harness, ev
 
 @aio
 async def test_tcp_reset_is_told_as_connection_lost(harness, events):
-    port = await harness.serve()
-    raw = await harness.raw(port)
-    raw.send(wire(SETUP))
-    await until(lambda: harness.server_protocols and harness.server_protocols[-1].setup_info)
-    server = harness.server_protocols[-1]
+    raw, server = await raw_client_set_up(harness)
     raw.transport.abortConnection()
     await wait(server.lost)
     closed = lines(events, server.log.conn)[-1]

@@ -94,6 +94,37 @@ def server_protocol(responder_factory, *, transport=None, clock=None, **settings
     return proto, transport, clock
 
 
+class LoggedPair:
+    """A client and a server connected in memory on one Clock, logging the frames each sends
+    (``sent["client"]``, ``sent["server"]``).
+
+    :param responder: the server's responder factory.
+    :param setup: the client's SETUP (``rsocket_tx.client.make_setup(...)``).
+    :param client_settings: keyword settings of the client's ``RSocketClientFactory``.
+    """
+
+    def __init__(self, responder, setup, **client_settings) -> None:
+        from twisted.test.iosim import connectedServerAndClient
+
+        from rsocket_tx.protocol import RSocketClientFactory
+
+        self.clock = Clock()
+        self.sent: dict[str, list] = {"client": [], "server": []}
+
+        def logger(side):
+            return lambda direction, frame: (
+                direction == "send" and self.sent[side].append(frame))
+
+        server_factory = RSocketServerFactory(responder, reactor=self.clock,
+                                              frame_logger=logger("server"))
+        client_factory = RSocketClientFactory(setup, reactor=self.clock,
+                                              frame_logger=logger("client"), **client_settings)
+        self.client, self.server, self.pump = connectedServerAndClient(
+            lambda: server_factory.buildProtocol(None),
+            lambda: client_factory.buildProtocol(None), clock=self.clock)
+        self.rsocket = self.client.rsocket
+
+
 class EchoResponder(Responder):
     """Echoes request-response; a stream of N items for data b"N"; echoes a channel."""
 

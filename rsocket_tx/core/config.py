@@ -26,13 +26,18 @@ __all__ = [
     "DEFAULT_STREAM_WINDOW_BYTES",
     "DEFAULT_OUTBOUND_FRAME_LIMIT",
     "DEFAULT_RECONNECT_INITIAL_DELAY",
+    "DEFAULT_RECONNECT_JITTER",
     "DEFAULT_RECONNECT_MAX_DELAY",
     "DEFAULT_RESUME_SESSION_TIMEOUT",
     "DEFAULT_SETUP_TIMEOUT",
+    "MAX_MILLISECONDS",
     "MIN_FRAGMENT_SIZE",
     "SUPPORTED_VERSIONS",
+    "check_milliseconds",
 ]
 
+#: The longest time any setting or frame field may give: 2^31-1 milliseconds (about 24.8 days).
+MAX_MILLISECONDS = 0x7FFFFFFF
 DEFAULT_KEEPALIVE_INTERVAL = 20_000  # ms
 DEFAULT_MAX_LIFETIME = 90_000  # ms
 DEFAULT_MAX_REASSEMBLED_SIZE = 64 * 1024 * 1024  # bytes
@@ -66,6 +71,10 @@ DEFAULT_MAX_RESUME_SESSIONS = 10_000
 #: up to the maximum.
 DEFAULT_RECONNECT_INITIAL_DELAY = 100  # ms
 DEFAULT_RECONNECT_MAX_DELAY = 10_000  # ms
+#: Fraction (0..1) of each reconnection delay by which a random jitter may move it, up or
+#: down, for the reconnecting and load-balancing clients (:mod:`rsocket_tx.reconnect`); a
+#: resumable client's own reconnection uses none.
+DEFAULT_RECONNECT_JITTER = 0.5
 MIN_FRAGMENT_SIZE = 64  # bytes
 #: The largest first frame (SETUP or RESUME) a server buffers before the connection is set up,
 #: in bytes without the length prefix. 128 KiB holds any RESUME (its token is at most 65,535
@@ -170,7 +179,8 @@ class ConnectionConfig:
         a SETUP with R past it is refused with ERROR[REJECTED_SETUP]. Default 10,000.
     :param reconnect_initial_delay: resumable client: milliseconds before the first reconnection
         attempt after its transport is lost; each further attempt waits twice as long as the
-        one before, up to ``reconnect_max_delay``. 0 retries at once. Default 100.
+        one before, up to ``reconnect_max_delay`` (:class:`~rsocket_tx.core.resume.Backoff`,
+        without jitter). 0 retries at once, then after 1, 2, 4, ... ms. Default 100.
     :param reconnect_max_delay: resumable client: the longest wait between two attempts,
         milliseconds. Default 10,000.
     :param lease_grace: connections with leases (the client's SETUP has the L flag; spec
@@ -281,6 +291,18 @@ def check_drain_timeout(value: object) -> None:
     :raises ValueError: naming ``drain_timeout``, its value and the allowed range.
     """
     _check_range("drain_timeout", value, 0, 2**31 - 1, "ms")
+
+
+def check_milliseconds(name: str, value: object, minimum: int = 0) -> None:
+    """Check a time setting: an int of milliseconds in [``minimum``, 2^31-1] (the spec's
+    limit on times, about 24.8 days).
+
+    :raises ValueError: naming ``name``, when it is not.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not minimum <= value <= MAX_MILLISECONDS:
+        raise ValueError(f"{name} must be an integer number of milliseconds in "
+                         f"[{minimum}, {MAX_MILLISECONDS}], got {value!r}")
 
 
 def _check_range(name: str, value: object, low: int, high: int, unit: str) -> None:

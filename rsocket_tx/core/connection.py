@@ -116,6 +116,9 @@ RESPONSE = FrameType.REQUEST_RESPONSE
 FNF = FrameType.REQUEST_FNF
 STREAM = FrameType.REQUEST_STREAM
 CHANNEL = FrameType.REQUEST_CHANNEL
+# the type bits of REQUEST_RESPONSE and REQUEST_FNF, no flags (their hot paths)
+_RESPONSE_TYPE = int(RESPONSE) << 10
+_FNF_TYPE = int(FNF) << 10
 _SETUP_ERROR_CODES = frozenset({E.ErrorCode.INVALID_SETUP, E.ErrorCode.UNSUPPORTED_SETUP,
                                 E.ErrorCode.REJECTED_SETUP, E.ErrorCode.REJECTED_RESUME})
 
@@ -891,31 +894,41 @@ class RSocketConnection:
             request now (none yet, expired or used up; spec §Lease Semantics). The same holds
             for the other request methods.
         """
-        return self._send_small_request(RESPONSE, payload)
-
-    def fire_and_forget(self, payload: Payload) -> int:
-        """Send REQUEST_FNF; return the stream id it used (the stream ends at once)."""
-        return self._send_small_request(FNF, payload)
-
-    def _send_small_request(self, kind: FrameType, payload: Payload) -> int:
-        """REQUEST_RESPONSE or REQUEST_FNF: :meth:`_send_request` with the frame built here
-        when nothing unusual applies (an open connection over a byte stream, no lease, no
-        resume, no frame logging, no metadata, a small payload): the per-request hot path."""
+        # the per-request hot path: the frame built here when nothing unusual applies (an
+        # open connection over a byte stream, no lease, no resume, no frame logging, no
+        # metadata, a small payload); anything else takes _send_request
         data = payload.data
         size = 6 + len(data)
         if self.state != _OPEN or self._closing or self._lease is not None or \
                 payload.metadata is not None or size > _NO_COPY_SIZE or \
                 not self._prefixed or self._frame_logger is not None or \
                 self.resume_buffer is not None or size > self._limit:
-            return self._send_request(kind, payload, 0)
+            return self._send_request(RESPONSE, payload, 0)
         try:
             sid = self._ids.allocate()
         except IdsExhausted:
             raise self._ids_exhausted() from None
-        self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, kind << 10) +
+        self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, _RESPONSE_TYPE) +
                          data)
-        if kind == RESPONSE:
-            self._streams.add(_Stream(sid, RESPONSE, True, False, True, None), remote=False)
+        self._streams.add(_Stream(sid, RESPONSE, True, False, True, None), remote=False)
+        return sid
+
+    def fire_and_forget(self, payload: Payload) -> int:
+        """Send REQUEST_FNF; return the stream id it used (the stream ends at once)."""
+        # (the hot path of request_response, without the stream)
+        data = payload.data
+        size = 6 + len(data)
+        if self.state != _OPEN or self._closing or self._lease is not None or \
+                payload.metadata is not None or size > _NO_COPY_SIZE or \
+                not self._prefixed or self._frame_logger is not None or \
+                self.resume_buffer is not None or size > self._limit:
+            return self._send_request(FNF, payload, 0)
+        try:
+            sid = self._ids.allocate()
+        except IdsExhausted:
+            raise self._ids_exhausted() from None
+        self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, _FNF_TYPE) +
+                         data)
         return sid
 
     def request_stream(self, payload: Payload, initial_request_n: int) -> int:
@@ -960,7 +973,9 @@ class RSocketConnection:
 
         :raises LocalProtocolError: the stream is not open for sending, or has no credit.
         """
-        s = self._sending_stream(stream_id)
+        s = self._streams.get(stream_id)
+        if s is None or not s.send_open:
+            s = self._sending_stream(stream_id)  # (raises LocalProtocolError)
         credit = s.credit
         if credit is not None:
             # Credit.consume(1), inlined: one call less per item on the hot path
@@ -984,8 +999,10 @@ class RSocketConnection:
         :raises LocalProtocolError: the stream is not open for sending, or has fewer credits
             than ``len(payloads)`` (nothing is sent then).
         """
-        if type(self).send_payload is not RSocketConnection.send_payload:
-            # (a subclass observes each item it sends: send them one by one)
+        cls = type(self)
+        if cls.send_payload is not RSocketConnection.send_payload and \
+                cls.send_payloads is RSocketConnection.send_payloads:
+            # (a subclass observes each item it sends, and not batches: one by one)
             for payload in payloads:
                 self.send_payload(stream_id, payload)
             return

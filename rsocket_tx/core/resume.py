@@ -27,15 +27,23 @@ import random as _random
 import secrets
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from .config import SUPPORTED_VERSIONS
+from .config import (
+    DEFAULT_RECONNECT_INITIAL_DELAY,
+    DEFAULT_RECONNECT_JITTER,
+    DEFAULT_RECONNECT_MAX_DELAY,
+    SUPPORTED_VERSIONS,
+    check_milliseconds,
+)
 
 __all__ = [
     "DEFAULT_TOKEN_SIZE",
     "MAX_POSITION",
     "RESUME_VERSIONS",
     "Backoff",
+    "BackoffAttempts",
     "ResumeBuffer",
     "ResumePositionError",
     "SessionStore",
@@ -238,50 +246,114 @@ def check_resume(buffer: ResumeBuffer, received: int, last_received_server_posit
     return buffer.replay_from(last_received_server_position)
 
 
+@dataclass(frozen=True, slots=True)
 class Backoff:
-    """Delays between reconnection attempts: exponential, capped, with optional jitter.
+    """Delays between reconnection attempts: exponential, capped, with optional jitter
+    (reactor-core's ``Retry.backoff(maxAttempts, minBackoff).maxBackoff(...).jitter(...)``).
+    A policy: it keeps no state; :class:`BackoffAttempts` counts attempts for a caller that
+    wants it to. The one backoff of the package: the resumable client's reconnection
+    (:class:`~rsocket_tx.protocol.RSocketClientFactory`, without jitter), the reconnecting
+    client (:class:`~rsocket_tx.reconnect.ReconnectingRSocket`) and the load balancer.
 
-    :param initial: the first delay, milliseconds (>= 0).
-    :param maximum: the cap, milliseconds (>= ``initial``).
-    :param multiplier: factor between successive delays (>= 1).
-    :param jitter: fraction of each delay drawn at random, 0..1: a delay ``d`` becomes uniform
-        in ``[d * (1 - jitter), d]`` (spreads reconnecting clients apart).
-    :param rng: a ``random.Random`` for the jitter (seed it for reproducible runs); None uses a
-        fresh unseeded one.
-    :raises ValueError: a parameter is out of range.
+    Attempt *n* (0-based, counted since the last success) waits
+    ``min(max_delay, initial_delay * multiplier**n)`` milliseconds, moved at random by up to
+    ``jitter`` times that delay, up or down, and kept within [``initial_delay``,
+    ``max_delay``]. With ``initial_delay`` 0 the first attempt goes at once and the next ones
+    wait 1, ``multiplier``, ``multiplier**2``, ... ms (never a loop of immediate retries).
+
+    :param initial_delay: milliseconds before the first attempt (0..2^31-1; default
+        :data:`~rsocket_tx.core.config.DEFAULT_RECONNECT_INITIAL_DELAY`, 100). Also the
+        shortest delay.
+    :param max_delay: milliseconds, the longest delay (>= ``initial_delay``; default
+        :data:`~rsocket_tx.core.config.DEFAULT_RECONNECT_MAX_DELAY`, 10,000).
+    :param max_attempts: failed attempts in a row after which the caller gives up; None
+        (default): try forever.
+    :param jitter: fraction (0..1) of each delay by which it is moved at random, up or down
+        (default :data:`~rsocket_tx.core.config.DEFAULT_RECONNECT_JITTER`, 0.5; 0: exact).
+    :param multiplier: factor between successive delays (>= 1; default 2).
+    :raises ValueError: a value out of range.
     """
 
-    __slots__ = ("initial", "maximum", "multiplier", "jitter", "_rng", "_next", "attempts")
+    initial_delay: int = DEFAULT_RECONNECT_INITIAL_DELAY
+    max_delay: int = DEFAULT_RECONNECT_MAX_DELAY
+    max_attempts: int | None = None
+    jitter: float = DEFAULT_RECONNECT_JITTER
+    multiplier: float = 2.0
 
-    def __init__(self, initial: int, maximum: int, multiplier: float = 2.0, jitter: float = 0.0,
-                 rng: _random.Random | None = None) -> None:
-        if not 0 <= initial <= maximum:
-            raise ValueError(f"backoff delays must satisfy 0 <= initial ({initial!r}) <= "
-                             f"maximum ({maximum!r}) ms")
-        if not multiplier >= 1:
-            raise ValueError(f"backoff multiplier must be >= 1, got {multiplier!r}")
-        if not 0 <= jitter <= 1:
-            raise ValueError(f"backoff jitter must be in [0, 1], got {jitter!r}")
-        self.initial = initial
-        self.maximum = maximum
-        self.multiplier = multiplier
-        self.jitter = jitter
-        self._rng = rng if rng is not None else _random.Random()
-        self._next = float(initial)
+    def __post_init__(self) -> None:
+        check_milliseconds("initial_delay", self.initial_delay)
+        check_milliseconds("max_delay", self.max_delay)
+        if self.max_delay < self.initial_delay:
+            raise ValueError(f"max_delay ({self.max_delay} ms) must be >= initial_delay "
+                             f"({self.initial_delay} ms)")
+        if self.max_attempts is not None and (
+                isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int)
+                or self.max_attempts < 1):
+            raise ValueError(f"max_attempts must be None or an integer >= 1, "
+                             f"got {self.max_attempts!r}")
+        if isinstance(self.jitter, bool) or not isinstance(self.jitter, (int, float)) \
+                or not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter must be a number in [0, 1], got {self.jitter!r}")
+        if isinstance(self.multiplier, bool) or \
+                not isinstance(self.multiplier, (int, float)) or not self.multiplier >= 1:
+            raise ValueError(f"multiplier must be a number >= 1, got {self.multiplier!r}")
+
+    def delay(self, attempt: int, rand: float = 0.5) -> float:
+        """The delay before attempt number ``attempt``.
+
+        :param attempt: 0 for the first attempt after a loss (or the first retry), 1 for the
+            next, ... (counted since the last success).
+        :param rand: a random number in [0, 1) choosing the jitter (0.5: none).
+        :returns: milliseconds, within [``initial_delay``, ``max_delay``].
+        """
+        first = self.initial_delay
+        if not first:
+            if not attempt:
+                return 0.0
+            first, attempt = 1, attempt - 1
+        try:
+            base = min(float(self.max_delay), first * self.multiplier ** min(attempt, 1100))
+        except OverflowError:
+            base = float(self.max_delay)
+        if not self.jitter:
+            return base
+        offset = base * self.jitter
+        low = max(self.initial_delay - base, -offset)
+        high = min(self.max_delay - base, offset)
+        return base + low + (high - low) * rand
+
+    def gives_up(self, failed: int) -> bool:
+        """Whether ``failed`` failed attempts in a row exhaust ``max_attempts``."""
+        return self.max_attempts is not None and failed >= self.max_attempts
+
+
+class BackoffAttempts:
+    """Attempts counted against a :class:`Backoff`, for a caller that does not count them.
+
+    :param policy: the delays.
+    :param rng: a ``random.Random`` for the jitter (seed it for reproducible runs); None uses
+        a fresh unseeded one.
+
+    :ivar attempts: attempts counted since the last :meth:`reset`.
+    """
+
+    __slots__ = ("policy", "attempts", "_rng")
+
+    def __init__(self, policy: Backoff, rng: _random.Random | None = None) -> None:
+        self.policy = policy
         self.attempts = 0
+        self._rng = rng if rng is not None else _random.Random()
 
     def next_delay(self) -> float:
-        """The delay before the next attempt, in seconds; counts the attempt."""
-        d = self._next
-        self._next = min(self.maximum, d * self.multiplier if d else 1.0)
+        """The delay before the next attempt, in **seconds** (for ``callLater``); counts the
+        attempt."""
+        policy = self.policy
+        d = policy.delay(self.attempts, self._rng.random() if policy.jitter else 0.5)
         self.attempts += 1
-        if self.jitter:
-            d -= d * self.jitter * self._rng.random()
         return d / 1000.0
 
     def reset(self) -> None:
-        """Back to the initial delay (after a successful reconnection)."""
-        self._next = float(self.initial)
+        """Back to the initial delay (after a success)."""
         self.attempts = 0
 
 

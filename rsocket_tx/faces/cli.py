@@ -516,18 +516,10 @@ def parse_timeout(value) -> float | None:
     :returns: the seconds (a positive, finite float), or ``None``.
     :raises SettingsError: it is not a number, or not positive and finite.
     """
-    if value is None:
-        return None
-    try:
-        timeout = float(value)
-    except ValueError:
-        raise SettingsError(f"--timeout: expected a number of seconds, got {value!r}") from None
-    if not timeout > 0 or timeout == float("inf"):
-        raise SettingsError(f"--timeout: must be a positive number of seconds, got {timeout}")
-    return timeout
+    return _parse_seconds("timeout", value, None)
 
 
-def _parse_seconds(name: str, value, default: float) -> float:
+def _parse_seconds(name: str, value, default: float | None) -> float | None:
     """Validate a positive, finite number of seconds (``None``: ``default``).
 
     :raises SettingsError: it is not such a number.

@@ -10,9 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rsocket_tx.core import frames as F
+from rsocket_tx.core.config import (
+    DEFAULT_RECONNECT_INITIAL_DELAY,
+    DEFAULT_RECONNECT_JITTER,
+    DEFAULT_RECONNECT_MAX_DELAY,
+)
 from rsocket_tx.core.resume import (
     DEFAULT_TOKEN_SIZE,
     Backoff,
+    BackoffAttempts,
     ResumeBuffer,
     ResumePositionError,
     SessionStore,
@@ -257,7 +263,7 @@ def test_resume_refused_when_the_server_cannot_resend(position, why):
 # ---------------------------------------------------------------------------------- backoff
 
 def test_backoff_doubles_up_to_the_cap_and_resets():
-    b = Backoff(100, 1000)
+    b = BackoffAttempts(Backoff(100, 1000, jitter=0))
     assert [b.next_delay() for _ in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert b.attempts == 6
     b.reset()
@@ -265,22 +271,41 @@ def test_backoff_doubles_up_to_the_cap_and_resets():
 
 
 def test_backoff_from_zero_retries_at_once_then_grows():
-    b = Backoff(0, 8)
+    b = BackoffAttempts(Backoff(0, 8, jitter=0))
     assert [b.next_delay() for _ in range(6)] == [0.0, 0.001, 0.002, 0.004, 0.008, 0.008]
+    assert [Backoff(0, 100, jitter=0, multiplier=3).delay(n) for n in range(5)] == \
+        [0, 1, 3, 9, 27]
+
+
+def test_backoff_multiplier_and_a_huge_attempt_stay_within_the_cap():
+    assert [Backoff(10, 1000, jitter=0, multiplier=10).delay(n) for n in range(4)] == \
+        [10, 100, 1000, 1000]
+    assert Backoff(10, 1000, jitter=0, multiplier=1e300).delay(10**6) == 1000
+    assert Backoff(10, 1000, jitter=0).delay(10**6) == 1000
 
 
 def test_backoff_jitter_is_seeded_and_bounded():
-    a = Backoff(100, 100, jitter=0.5, rng=random.Random(3))
-    b = Backoff(100, 100, jitter=0.5, rng=random.Random(3))
+    a = BackoffAttempts(Backoff(100, 200, jitter=0.5), rng=random.Random(3))
+    b = BackoffAttempts(Backoff(100, 200, jitter=0.5), rng=random.Random(3))
     delays = [a.next_delay() for _ in range(50)]
     assert delays == [b.next_delay() for _ in range(50)]
-    assert all(0.05 <= d <= 0.1 for d in delays)
+    assert all(0.1 <= d <= 0.2 for d in delays)  # within [initial, max]
     assert len(set(delays)) > 1
 
 
-@pytest.mark.parametrize("kwargs", [dict(initial=-1, maximum=5), dict(initial=10, maximum=5),
-                                    dict(initial=1, maximum=5, multiplier=0.5),
-                                    dict(initial=1, maximum=5, jitter=1.5)])
+def test_backoff_defaults_are_the_config_defaults():
+    b = Backoff()
+    assert (b.initial_delay, b.max_delay, b.jitter, b.max_attempts) == (
+        DEFAULT_RECONNECT_INITIAL_DELAY, DEFAULT_RECONNECT_MAX_DELAY,
+        DEFAULT_RECONNECT_JITTER, None)
+
+
+@pytest.mark.parametrize("kwargs", [dict(initial_delay=-1, max_delay=5),
+                                    dict(initial_delay=10, max_delay=5),
+                                    dict(initial_delay=1, max_delay=5, multiplier=0.5),
+                                    dict(initial_delay=1, max_delay=5, jitter=1.5),
+                                    dict(initial_delay=1.5, max_delay=5),
+                                    dict(max_attempts=0)])
 def test_backoff_validation(kwargs):
     with pytest.raises(ValueError):
         Backoff(**kwargs)

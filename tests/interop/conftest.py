@@ -49,7 +49,10 @@ LISTEN = {
     "ws": f"ws:port=0:interface=127.0.0.1:path={peers.WS_PATH}",
 }
 _PROBLEM = re.compile(r"#(warn|error|critical)\]|Traceback|Unhandled")
-_FRAME = re.compile(r"\[rsocket_tx\.frames#debug\] (send|recv) (\S+) stream=(\d+)(.*)$")
+#: a frame debug line; each starts with the connection id and peer ("[c3 127.0.0.1:4711] ")
+_CONN = r"(?:\[c\d+ [^\]]*\] )?"
+_FRAME = re.compile(r"\[rsocket_tx\.frames#debug\] " + _CONN
+                    + r"(send|recv) (\S+) stream=(\d+)(.*)$")
 
 
 def _fail_unless_installed(check) -> None:
@@ -270,7 +273,7 @@ class OurServer:
 
     def wait_frame(self, direction: str, frame_type: str, since: int,
                    timeout: float = WAIT) -> None:
-        self.wait_line(rf"\[rsocket_tx\.frames#debug\] {direction} {frame_type} ", since,
+        self.wait_line(rf"\[rsocket_tx\.frames#debug\] {_CONN}{direction} {frame_type} ", since,
                        timeout)
 
     def problems(self) -> list[str]:

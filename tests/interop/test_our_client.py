@@ -640,7 +640,7 @@ async def test_request_channel_application_error_from_us(peer, transport, connec
     # (README quirk py 6), so its event has no code
     if peer != "rsocket-py":
         assert error["code"] == APPLICATION_ERROR
-    assert error["message"] == "outbound boom"
+    assert error["message"] == "RuntimeError: outbound boom"
 
 
 @pytest.mark.parametrize("fragmentation", ["none", "ours", "theirs"])

@@ -368,7 +368,8 @@ def test_bad_setup_credentials_rejected_setup(peer, setup, routed_server):
     error = result["connection_error"]
     assert error is not None and error["code"] == REJECTED_SETUP, result
     assert "invalid" in error["message"], result
-    routed_server.wait_line(r"\[rsocket_tx\.frames#debug\] send ERROR stream=0 "
+    routed_server.wait_line(r"\[rsocket_tx\.frames#debug\] (?:\[c\d+ [^\]]*\] )?"
+                            r"send ERROR stream=0 "
                             r"error_code=REJECTED_SETUP data=b'invalid ", mark)
     marker = {"after": nonce()}
     reply(routed(peer, routed_server, route="echo", data=marker))

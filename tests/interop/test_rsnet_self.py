@@ -67,7 +67,9 @@ async def twistd_server(certs):
                "tls": f"rsnet+tls://localhost:{ports[specs['tls']]}?trustRoots={certs.ca}",
                "ws": f"rsnet+ws://127.0.0.1:{ports[specs['ws']]}/rsnet"}
     finally:
-        assert_ended_cleanly(child, await child.stop())
+        # the demo publisher "error" fails on purpose, and the server logs it with its traceback
+        assert_ended_cleanly(child, await child.stop(),
+                             expected_failure=b"ValueError: the demo publisher failed")
 
 
 BIG = bytes(range(256)) * 1200  # 307,200 bytes: split into parts both ways
