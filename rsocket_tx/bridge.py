@@ -148,17 +148,20 @@ class ConnectionLogger(Logger):
     :param namespace: the log namespace (e.g. ``"rsocket_tx.protocol"``).
     :param conn: the connection id; None: the next one of the per-process counter.
     :param peer: the peer's address in words (see :attr:`peer`).
+    :param parent: the logger whose ``conn`` and ``peer`` this one's events carry (see
+        :meth:`child`); None: its own.
 
     :ivar conn: the connection id (str).
     :ivar peer: the peer's address in words; ``"-"`` until a transport is attached (a
         resumed session's new transport may change it).
     """
 
-    def __init__(self, namespace: str, conn: str | None = None, peer: str = "-") -> None:
+    def __init__(self, namespace: str, conn: str | None = None, peer: str = "-",
+                 parent: ConnectionLogger | None = None) -> None:
         super().__init__(namespace=namespace)
         self.conn = conn if conn is not None else f"c{next(_connection_ids)}"
         self.peer = peer
-        self._parent: ConnectionLogger | None = None
+        self._parent = parent
 
     def child(self, namespace: str) -> ConnectionLogger:
         """A logger of another namespace for the same connection (the same ``conn``, and the
@@ -168,9 +171,7 @@ class ConnectionLogger(Logger):
         :param namespace: its log namespace.
         :returns: the :class:`ConnectionLogger`.
         """
-        child = ConnectionLogger(namespace, self.conn, self.peer)
-        child._parent = self
-        return child
+        return ConnectionLogger(namespace, self.conn, self.peer, parent=self)
 
     def emit(self, level, format=None, **kwargs) -> None:  # noqa: A002 - Twisted's name
         """``Logger.emit`` with the ``conn`` and ``peer`` fields, and the text prefixed."""
