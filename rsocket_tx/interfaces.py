@@ -222,6 +222,9 @@ class ILeaseHost(Interface):
         "The sans-IO :class:`~rsocket_tx.core.connection.RSocketConnection`, or None before "
         "the transport is connected.")
     reactor = Attribute("The ``IReactorTime`` provider of the policy's rounds.")
+    log = Attribute("The connection's ``twisted.logger.Logger`` (a "
+                    ":class:`~rsocket_tx.bridge.ConnectionLogger`: its lines carry the "
+                    "connection id and peer).")
 
     def flush(force: bool = False) -> None:
         """Write what is queued (held to the end of a read being handled)."""

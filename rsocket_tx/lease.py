@@ -22,7 +22,6 @@ import weakref
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
-from twisted.logger import Logger
 
 from .bridge import failure_for
 from .core import errors as E
@@ -60,8 +59,6 @@ __all__ = [
     "UnlimitedLeasePolicy",
     "policy_for",
 ]
-
-_log = Logger()
 
 
 def policy_for(lease: bool | LeasePolicy) -> LeasePolicy | None:
@@ -217,7 +214,7 @@ class LeaseHandle:
                 if lease is not None:
                     conn.send_lease(lease, now)
             except Exception:  # noqa: BLE001 - a policy bug must not kill the connection
-                _log.failure("the lease policy {policy!r} failed", policy=self.policy)
+                host.log.failure("the lease policy {policy!r} failed", policy=self.policy)
             host.flush()  # (held to the end of the read when one is being handled)
         self._call = host.reactor.callLater(self.policy.interval / 1000.0, self._round)
 

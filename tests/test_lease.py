@@ -423,8 +423,9 @@ def test_the_policy_is_called_with_stats_and_its_grants_arrive():
     assert pair.client.lease.received == Lease(2_000, 3, b"meta")
 
 
-@pytest.mark.logs_failure("the policy's exception is logged (and the connection stays)",
-                          match="the lease policy .* failed")
+@pytest.mark.logs_failure("the policy's exception is logged on the connection's logger (its "
+                          "id and peer first) and the connection stays",
+                          match=r"^\[c\d+ [^\]]+\] the lease policy .* failed")
 def test_a_failing_policy_is_logged_and_asked_again():
     class Flaky(LeasePolicy):
         interval = 1_000
