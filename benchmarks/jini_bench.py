@@ -145,10 +145,12 @@ def client(port: int, kind: str, count: int, size: int, budget: float) -> None:
                 state["nbytes"] += len(answer)
 
         started = time.perf_counter()
+        cpu = time.process_time()
         workers = 100 if kind == "rr-100" else 1
         await defer.gatherResults([defer.ensureDeferred(worker()) for _ in range(workers)],
                                   consumeErrors=True)
         state["seconds"] = time.perf_counter() - started
+        state["client_cpu"] = time.process_time() - cpu
         return state
 
     async def main() -> None:
@@ -226,6 +228,15 @@ class Server:
         # River's server prints JSON events: drain them so that it never blocks
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
+    def cpu(self) -> float | None:
+        """CPU seconds the server process has used (Linux ``/proc``), or None."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def stop(self) -> None:
         stop_child(self.proc)
 
@@ -296,6 +307,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.jini_bench",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--pairs", default="tx-tx,tx-River,River-tx,River-River",
+                   help="client-server pairs to run (tx, River)")
     p.add_argument("--count", type=int, default=20_000,
                    help="round trips of rr-1 (rr-100: 10 times as many)")
     p.add_argument("--transfers", type=int, default=30, help="10 MiB transfers per run")
@@ -320,27 +333,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
+    names = {"tx": "rsocket_tx", "river": "river"}
+    pairs = [tuple(names[n.lower()] for n in p.split("-")) for p in args.pairs.split(",") if p]
     started = time.time()
     problem = river_problem()
     servers: dict[str, Server] = {}
     notes = []
     try:
-        servers["rsocket_tx"] = Server("rsocket_tx")
-        if problem is None:
-            servers["river"] = Server("river")
-        else:
+        if any(server == "rsocket_tx" for _, server in pairs):
+            servers["rsocket_tx"] = Server("rsocket_tx")
+        if problem is not None:
             notes.append(f"River: n/a ({problem})")
+        elif any(server == "river" for _, server in pairs):
+            servers["river"] = Server("river")
         results: dict = {kind: {} for kind in workloads}
         runs: list = []
         for kind in workloads:
             for rep in range(args.repeat):
-                order = PAIRS[rep % len(PAIRS):] + PAIRS[:rep % len(PAIRS)]
+                order = pairs[rep % len(pairs):] + pairs[:rep % len(pairs)]
                 for pair in order:
                     client_name, server_name = pair
                     if "river" in pair and problem is not None:
                         results[kind][pair] = {"error": f"n/a ({problem})"}
                         continue
-                    result = run_client(client_name, servers[server_name].port, kind, args)
+                    server = servers[server_name]
+                    cpu_before = server.cpu()
+                    result = run_client(client_name, server.port, kind, args)
+                    cpu_after = server.cpu()
+                    if cpu_before is not None and cpu_after is not None:
+                        # (the client's warm-up included)
+                        result["server_cpu"] = round(cpu_after - cpu_before, 3)
                     runs.append({"workload": kind, "client": client_name,
                                  "server": server_name, **result})
                     sys.stderr.write(f"jini_bench: {kind} {client_name}->{server_name}: "
@@ -354,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for server in servers.values():
             server.stop()
-    table = render(results, workloads, list(PAIRS))
+    table = render(results, workloads, pairs)
     print(table)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
     print(f"\n({stamp}, {time.time() - started:.0f} s, best of {args.repeat}, budget "

@@ -3,9 +3,12 @@
 A :class:`~rsocket_tx.streamlog.StreamLogResponder` behind a server
 :class:`~rsocket_tx.protocol.RSocketServerFactory` protocol on a StringTransport (time from a
 Clock) gets SETUP and one ``log.read`` REQUEST_STREAM with unbounded credit for N records of a
-185-byte JSON flight, and sends them all. Prints CPU seconds per item::
+185-byte JSON flight, and sends them all. Prints CPU seconds per item (record)::
 
-    .venv/bin/python -m benchmarks.log_read_cpu [N]
+    .venv/bin/python -m benchmarks.log_read_cpu [N] [--batch]
+
+``--batch`` asks ``log.read.batch`` instead: the same records, many per PAYLOAD (record batches
+of the responder's default ``batch_bytes``).
 
 Nothing asserts; it is the log server's share of a Spark read of the log (the Python worker's
 is ``benchmarks.stream_receive_cpu``).
@@ -30,10 +33,10 @@ from rsocket_tx.core.framing import frame_with_length
 from rsocket_tx.extensions.metadata import build_metadata
 from rsocket_tx.extensions.mimetypes import COMPOSITE_METADATA
 from rsocket_tx.protocol import RSocketServerFactory
-from rsocket_tx.streamlog import ROUTE_READ, StreamLog, StreamLogResponder
+from rsocket_tx.streamlog import ROUTE_READ, ROUTE_READ_BATCH, StreamLog, StreamLogResponder
 
 
-def main(n: int = 300_000) -> None:
+def main(n: int = 300_000, batch: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = StreamLog(Path(tmp) / "log.db")
         log.create_topic("t", 1)
@@ -50,7 +53,8 @@ def main(n: int = 300_000) -> None:
         request = RequestStreamFrame(
             stream_id=1, initial_request_n=2**31 - 1,
             data=json.dumps({"topic": "t", "shard": 0, "from": 0}).encode(),
-            metadata=build_metadata(COMPOSITE_METADATA, route=ROUTE_READ))
+            metadata=build_metadata(COMPOSITE_METADATA,
+                                    route=ROUTE_READ_BATCH if batch else ROUTE_READ))
         sent = 0
         start = time.process_time()
         proto.dataReceived(frame_with_length(encode(request)))
@@ -63,9 +67,11 @@ def main(n: int = 300_000) -> None:
             clock.advance(0)
         cpu = time.process_time() - start
         log.close()
-    print(f"{n:,} items ({sent:,} bytes): {cpu:.3f} s CPU, {cpu / n * 1e6:.2f} us per item, "
-          f"{n / cpu:,.0f} items per CPU-second")
+    print(f"{ROUTE_READ_BATCH if batch else ROUTE_READ}: {n:,} items ({sent:,} bytes): "
+          f"{cpu:.3f} s CPU, {cpu / n * 1e6:.2f} us per item, {n / cpu:,.0f} items per "
+          f"CPU-second")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300_000)
+    args = [a for a in sys.argv[1:] if a != "--batch"]
+    main(int(args[0]) if args else 300_000, "--batch" in sys.argv[1:])

@@ -560,9 +560,28 @@ class ChannelFeed:
         return self._waiter
 
 
+def _batch_payloads(records: list[bytes], batch_bytes: int) -> list[Payload]:
+    """``records`` as stream log record batches (first offset 0) of at most ``batch_bytes``
+    bytes each (a bigger record alone)."""
+    from rsocket_tx.apps.streamlog import BATCH_HEADER_SIZE, encode_batch
+    out = []
+    start = 0
+    size = BATCH_HEADER_SIZE
+    for i, record in enumerate(records):
+        grow = len(record) + 5
+        if i > start and size + grow > batch_bytes:
+            out.append(Payload(encode_batch(0, records[start:i])))
+            start = i
+            size = BATCH_HEADER_SIZE
+        size += grow
+    if start < len(records):
+        out.append(Payload(encode_batch(0, records[start:])))
+    return out
+
+
 def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[bytes]],
-                 ack_key: str, timeout: float, on_ack: Callable[[int], None] | None = None
-                 ) -> int:
+                 ack_key: str, timeout: float, on_ack: Callable[[int], None] | None = None,
+                 batch_bytes: int = 0) -> int:
     """Send records over one request-channel and wait for the final acknowledgement.
 
     Runs in a Spark task thread (not the reactor's). ``header`` is the first payload's JSON
@@ -573,6 +592,9 @@ def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[
         exception it raises ends the channel with ERROR and is raised again here.
     :param timeout: seconds to wait for credit, and for the final acknowledgement.
     :param on_ack: called (in the reactor thread) with each acknowledged total.
+    :param batch_bytes: 0: one record per payload; else each payload is a stream log record
+        batch (:func:`rsocket_tx.apps.streamlog.encode_batch`) of at most this many bytes,
+        for the ``*.batch`` routes.
     :returns: the number of records sent, all acknowledged.
     :raises RuntimeError: the responder completed without acknowledging every record.
     :raises rsocket_tx.RSocketError: the responder ended the channel with an ERROR.
@@ -617,7 +639,8 @@ def send_records(endpoint: str, route: str, header: dict, chunks: Iterable[list[
     sent = 0
     try:
         for chunk in chunks:
-            feed.put([Payload(record) for record in chunk], timeout)
+            feed.put(_batch_payloads(chunk, batch_bytes) if batch_bytes else
+                     [Payload(record) for record in chunk], timeout)
             sent += len(chunk)
     except TimeoutError:
         r.callFromThread(cancel)

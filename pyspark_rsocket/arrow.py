@@ -44,6 +44,23 @@ _SOURCE_KIND = {"_shard": "shard", "_offset": "offset", "_endpoint": "endpoint",
                 "shard": "shard", "offset": "offset", "endpoint": "endpoint"}
 
 
+def _offset_metadata(offsets: pa.Array | None, n: int) -> pa.Array:
+    """Per record: ``OFFSET_METADATA_PREFIX`` + the offset (8 bytes, big endian), built with
+    numpy (no Python step per record); null without offsets."""
+    if offsets is None:
+        return pa.nulls(n, pa.binary())
+    import numpy as np
+
+    from rsocket_tx.apps.streamlog import OFFSET_METADATA_PREFIX
+    plen = len(OFFSET_METADATA_PREFIX)
+    rows = np.empty((n, plen + 8), dtype=np.uint8)
+    rows[:, :plen] = np.frombuffer(OFFSET_METADATA_PREFIX, dtype=np.uint8)
+    rows[:, plen:] = offsets.to_numpy().astype(">u8").view(np.uint8).reshape(n, 8)
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(plen + 8), n,
+                                                 [None, pa.py_buffer(rows.tobytes())])
+    return fixed.cast(pa.binary())
+
+
 class DecodeError(ValueError):
     """A payload's data could not be decoded in the requested format."""
 
@@ -128,12 +145,49 @@ class ChunkConverter:
         if self.record_fields:
             datas = [p.data for p in chunk]
             columns.update(self._decode(datas))
+        return self._record_batch(
+            columns, n, offsets,
+            lambda: pa.array([p.data for p in chunk], pa.binary()),
+            lambda: pa.array([p.metadata for p in chunk], pa.binary()))
+
+    def convert_lines(self, body, n: int, records, offsets: pa.Array | None = None
+                      ) -> pa.RecordBatch:
+        """One record batch for ``n`` records given as ``body``: each record followed by one
+        LF byte (the records of stream log record batches, possibly several joined).
+
+        :param body: ``bytes``, the records with their LF bytes.
+        :param n: the number of records.
+        :param records: ``records()`` returns the records as a ``list[bytes]`` (called only
+            when a column needs them one by one: binary ``data``, CBOR).
+        :param offsets: the records' offsets (int64); a ``metadata`` column gets the offset
+            metadata ``log.read`` gives each record
+            (:data:`rsocket_tx.apps.streamlog.OFFSET_METADATA_PREFIX` + 8 bytes big endian).
+        :raises DecodeError: a record is not valid JSON/CBOR or does not fit the schema.
+        """
+        columns: dict[str, pa.Array] = {}
+        datas = None
+        if self.record_fields:
+            if self.fmt == "json":
+                columns.update(self._decode_json_lines(body, n))
+            else:
+                datas = records()
+                columns.update(self._decode_cbor(datas))
+        return self._record_batch(
+            columns, n, offsets,
+            lambda: pa.array(records() if datas is None else datas, pa.binary()),
+            # what log.read's PAYLOAD would carry: the offset
+            lambda: _offset_metadata(offsets, n))
+
+    def _record_batch(self, columns: dict[str, pa.Array], n: int,
+                      offsets: pa.Array | None, data, metadata) -> pa.RecordBatch:
+        """The record batch of ``n`` rows from the decoded record ``columns`` and the source
+        columns: ``data()`` and ``metadata()`` build those two when the schema has them."""
         for name in self.source:
             kind = _SOURCE_KIND[name]
             if kind == "data":
-                columns[name] = pa.array([p.data for p in chunk], pa.binary())
+                columns[name] = data()
             elif kind == "metadata":
-                columns[name] = pa.array([p.metadata for p in chunk], pa.binary())
+                columns[name] = metadata()
             elif kind == "shard":
                 columns[name] = pa.nulls(n, pa.int32()) if self.shard is None else \
                     pa.repeat(pa.scalar(self.shard, pa.int32()), n)
@@ -148,6 +202,26 @@ class ChunkConverter:
                 arr = arr.cast(field.type)
             arrays.append(arr)
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+    def _decode_json_lines(self, body, n: int) -> dict[str, pa.Array]:
+        pj = self._pj
+        buf = pa.py_buffer(body)
+        # one record per line unless a record has raw newlines (pretty-printed JSON)
+        opts = self._json_parse if body.count(b"\n") == n else self._json_parse_nl
+        try:
+            table = pj.read_json(pa.BufferReader(buf),
+                                 read_options=pj.ReadOptions(use_threads=False,
+                                                             block_size=max(1 << 20,
+                                                                            buf.size + 1)),
+                                 parse_options=opts)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise DecodeError(f"cannot decode JSON records into "
+                              f"{self.record_schema.to_string(show_schema_metadata=False)!r}"
+                              f": {exc}") from None
+        if table.num_rows != n:
+            raise DecodeError(f"{n} records decoded into {table.num_rows} JSON "
+                              f"records: each record must be exactly one JSON object")
+        return {name: table.column(name).combine_chunks() for name in table.column_names}
 
     def _decode(self, datas: list[bytes]) -> dict[str, pa.Array]:
         if self.fmt == "json":

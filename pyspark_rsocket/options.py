@@ -17,6 +17,9 @@ option                 meaning
 ``format``             ``binary`` (default), ``json`` or ``cbor``: how payload data is decoded.
 ``prefetch``           request-n window per stream (default 8192 rows).
 ``batchSize``          most rows per Arrow record batch handed to Spark (default 8192).
+``batchBytes``         log mode: most bytes per record batch of ``log.read.batch`` (many records
+                       per payload; default 262144, :data:`DEFAULT_BATCH_BYTES`); ``0``: one
+                       record per payload with ``log.read`` (servers without the batch routes).
 ``maxRowsPerBatch``    streaming: most rows per shard per micro-batch (default: unlimited).
 ``maxRowsPerPartition`` batch log mode: split a shard into partitions of at most this many
                        rows (default: one partition per endpoint x shard).
@@ -34,7 +37,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["FORMATS", "ReadOptions", "parse_read_options", "parse_positive_int"]
+__all__ = ["DEFAULT_BATCH_BYTES", "FORMATS", "ReadOptions", "parse_read_options",
+           "parse_positive_int"]
+
+#: Default of option ``batchBytes``: bytes per record batch asked of ``log.read.batch``.
+DEFAULT_BATCH_BYTES = 256 * 1024
+#: Largest ``batchBytes`` (the stream log's ``MAX_BATCH_BYTES``).
+MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 #: Payload data formats the reader decodes.
 FORMATS = ("binary", "json", "cbor")
@@ -42,7 +51,7 @@ FORMATS = ("binary", "json", "cbor")
 _KNOWN = {
     "endpoints", "topic", "shards", "route", "data", "format", "prefetch", "batchsize",
     "maxrowsperbatch", "maxrowsperpartition", "startingoffsets", "timeout", "datamimetype",
-    "path",
+    "path", "batchbytes",
 }
 
 
@@ -68,6 +77,7 @@ class ReadOptions:
     starting_offsets: object = "earliest"
     timeout: float = 60.0
     data_mime_type: str = "application/json"
+    batch_bytes: int = DEFAULT_BATCH_BYTES
 
     @property
     def log_mode(self) -> bool:
@@ -165,8 +175,9 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
     unknown = sorted(k for k in options if k.lower() not in _KNOWN)
     if unknown:
         raise ValueError(f"unknown rsocket read option(s) {unknown}; known: endpoints, topic, "
-                         "shards, route, data, format, prefetch, batchSize, maxRowsPerBatch, "
-                         "maxRowsPerPartition, startingOffsets, timeout, dataMimeType")
+                         "shards, route, data, format, prefetch, batchSize, batchBytes, "
+                         "maxRowsPerBatch, maxRowsPerPartition, startingOffsets, timeout, "
+                         "dataMimeType")
     endpoints = split_endpoints(_get(options, "endpoints") or _get(options, "path"))
     for endpoint in endpoints:
         _check_endpoint(endpoint)
@@ -212,10 +223,21 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
     starting = "earliest" if raw is None else _parse_offsets(raw)
     timeout_ms = parse_positive_int(options, "timeout", 60000)
     mime = _get(options, "dataMimeType") or "application/json"
+    raw = _get(options, "batchBytes")
+    batch_bytes = DEFAULT_BATCH_BYTES
+    if raw is not None and str(raw).strip():
+        try:
+            batch_bytes = int(str(raw).strip().replace("_", ""))
+        except ValueError:
+            batch_bytes = -1
+        if batch_bytes != 0 and not 64 <= batch_bytes <= MAX_BATCH_BYTES:
+            raise ValueError(f"rsocket option 'batchBytes' must be 0 or an integer in [64, "
+                             f"{MAX_BATCH_BYTES}], got {raw!r}")
     return ReadOptions(
         endpoints=endpoints, topic=topic, shards=shards, route=route,
         data=(data or "").encode("utf-8"), format=fmt,
         prefetch=parse_positive_int(options, "prefetch", 8192),
         batch_size=parse_positive_int(options, "batchSize", 8192),
         max_rows_per_batch=max_rows_per_batch, max_rows_per_partition=max_rows_per_partition,
-        starting_offsets=starting, timeout=timeout_ms / 1000.0, data_mime_type=mime)
+        starting_offsets=starting, timeout=timeout_ms / 1000.0, data_mime_type=mime,
+        batch_bytes=batch_bytes)

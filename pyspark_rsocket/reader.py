@@ -32,7 +32,15 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from rsocket_tx.apps.streamlog import OFFSET_METADATA_PREFIX, ROUTE_OFFSETS, ROUTE_READ
+from rsocket_tx.apps.streamlog import (
+    OFFSET_METADATA_PREFIX,
+    ROUTE_OFFSETS,
+    ROUTE_READ,
+    ROUTE_READ_BATCH,
+    RecordBatchError,
+    batch_layout,
+    decode_batch,
+)
 
 from .arrow import ChunkConverter, DecodeError
 from .options import ReadOptions
@@ -50,6 +58,11 @@ __all__ = [
 
 #: Seconds a task waits for a partly filled chunk to reach ``batchSize`` rows.
 LINGER = 0.05
+#: ``log.read.batch``: most record batches (payloads) decoded into one Arrow record batch.
+BATCHES_PER_CHUNK = 8
+#: ``log.read.batch``: rows of ``prefetch`` per requested record batch: the request-n window
+#: is ``max(2, prefetch // ROWS_PER_CREDIT)`` record batches.
+ROWS_PER_CREDIT = 512
 
 
 class OffsetGapError(RuntimeError):
@@ -135,16 +148,30 @@ def _check_offsets(chunk: list, expected: int, prefix: bytes, where: str):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _check_complete(expected: int, part: LogPartition, where: str) -> None:
+    """Raise :class:`OffsetGapError` unless a completed read of ``part`` ended at its stop
+    offset (``expected``: the offset after the last record received)."""
+    if expected != part.stop:
+        raise OffsetGapError(f"{where}: the stream completed at offset {expected}, "
+                             f"before {part.stop}; failing the task so Spark retries it")
+
+
 def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator:
     """Record batches of ``part``'s offsets, checked to be contiguous and complete.
+
+    Uses ``log.read.batch`` (many records per payload) unless option ``batchBytes`` is 0;
+    then ``log.read``.
 
     :raises OffsetGapError: a gap, repeat or early end. :raises DecodeError: a bad record.
     """
     if part.stop <= part.start:
         return
-    from . import _runtime as rt
     where = f"{part.endpoint} topic {part.topic!r} shard {part.shard}"
     conv = ChunkConverter(schema, options.format, part.endpoint, part.shard)
+    if options.batch_bytes:
+        yield from _read_log_batches(options, conv, part, where)
+        return
+    from . import _runtime as rt
     prefix = OFFSET_METADATA_PREFIX
     request = {"topic": part.topic, "shard": part.shard, "from": part.start, "to": part.stop}
     stream = rt.request_stream_chunks(
@@ -164,9 +191,61 @@ def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator
                                   f"{exc}") from None
             expected += len(chunk)
             yield batch
-        if expected != part.stop:
-            raise OffsetGapError(f"{where}: the stream completed at offset {expected}, "
-                                 f"before {part.stop}; failing the task so Spark retries it")
+        _check_complete(expected, part, where)
+    finally:
+        stream.close()
+
+
+def _read_log_batches(options: ReadOptions, conv: ChunkConverter, part: LogPartition,
+                      where: str) -> Iterator:
+    """``read_log_range`` over ``log.read.batch``: each chunk of up to
+    :data:`BATCHES_PER_CHUNK` record batches becomes one Arrow record batch."""
+    import numpy as np
+    import pyarrow as pa
+
+    from . import _runtime as rt
+    request = {"topic": part.topic, "shard": part.shard, "from": part.start, "to": part.stop,
+               "max_bytes": options.batch_bytes}
+    stream = rt.request_stream_chunks(
+        part.endpoint, request, route=ROUTE_READ_BATCH,
+        prefetch=max(2, options.prefetch // ROWS_PER_CREDIT), chunk_size=BATCHES_PER_CHUNK,
+        max_chunks=4, timeout=options.timeout)
+    expected = part.start
+    try:
+        for chunk in stream:
+            start = expected
+            bodies = []
+            for payload in chunk:
+                data = payload.data
+                try:
+                    first, lengths, body = batch_layout(data)
+                except RecordBatchError as exc:
+                    raise OffsetGapError(f"{where}: a malformed record batch at offset "
+                                         f"{expected}: {exc}") from None
+                if first != expected:
+                    raise OffsetGapError(f"{where}: offset gap: expected offset {expected}, "
+                                         f"got {first} (a record batch's first offset); "
+                                         f"failing the task so that Spark retries it")
+                expected += len(lengths)
+                bodies.append(data[body:])
+            if expected > part.stop:
+                raise OffsetGapError(f"{where}: more records than offsets [{part.start}, "
+                                     f"{part.stop}) asked for")
+            n = expected - start
+            body = bodies[0] if len(bodies) == 1 else b"".join(bodies)
+
+            def records(chunk=chunk):
+                try:
+                    return [r for p in chunk for r in decode_batch(p.data)[1]]
+                except RecordBatchError as exc:
+                    raise OffsetGapError(f"{where}: a malformed record batch: {exc}") from None
+            try:
+                batch = conv.convert_lines(body, n, records,
+                                           pa.array(np.arange(start, expected, dtype=np.int64)))
+            except DecodeError as exc:
+                raise DecodeError(f"{where} offsets [{start}, {expected}): {exc}") from None
+            yield batch
+        _check_complete(expected, part, where)
     finally:
         stream.close()
 

@@ -1,8 +1,10 @@
 """Sinks of the ``rsocket`` data source: batch (``df.write``) and streaming (``writeStream``).
 
 Every Spark task sends its rows as the records of one request-channel (spec §Request Channel)
-to a :mod:`rsocket_tx.apps.streamlog` responder, one payload per row, as fast as the responder's
-REQUEST_N credit allows, and waits for the responder's acknowledgements:
+to a :mod:`rsocket_tx.apps.streamlog` responder, as fast as the responder's REQUEST_N credit
+allows, and waits for the responder's acknowledgements. By default each payload is a record
+batch of many rows (at most ``batchBytes`` bytes) on ``log.append.batch``/``log.stage.batch``;
+``batchBytes=0`` sends one row per payload on ``log.append``/``log.stage`` (the same semantics):
 
 * ``guarantee=at-least-once`` (default): route ``log.append`` (first payload
   ``{"topic", "shard"}``). The responder appends in transactions and acknowledges each with
@@ -29,7 +31,8 @@ and infinities null. CBOR: timestamps tag 0/1, decimals tag 4, binary byte strin
 Options (case-insensitive; checked on the driver, a wrong one raises ValueError naming it):
 ``endpoint`` (required), ``topic`` (required), ``shard`` (default 0), ``format`` (``json``),
 ``guarantee`` (``at-least-once``), ``sinkId``, ``timeout`` (milliseconds a task or the driver
-waits for connection, credit or acknowledgement; default 300000). ``mode("overwrite")`` is
+waits for connection, credit or acknowledgement; default 300000), ``batchBytes`` (bytes per
+record batch, default 262144; 0: one row per payload). ``mode("overwrite")`` is
 refused (a log is append-only).
 
 Caveats: exactly-once needs the rows of a re-run batch or retried task to be the same (a
@@ -70,8 +73,10 @@ except ImportError:  # pragma: no cover - PySpark 4.0: rows instead of Arrow bat
 __all__ = [
     "ROUTE_ABORT",
     "ROUTE_APPEND",
+    "ROUTE_APPEND_BATCH",
     "ROUTE_COMMIT",
     "ROUTE_STAGE",
+    "ROUTE_STAGE_BATCH",
     "RSocketCommitMessage",
     "RSocketStreamWriter",
     "RSocketWriter",
@@ -81,6 +86,8 @@ __all__ = [
 #: Routes of the streamlog responder (see :mod:`rsocket_tx.apps.streamlog`).
 ROUTE_APPEND = "log.append"
 ROUTE_STAGE = "log.stage"
+ROUTE_APPEND_BATCH = "log.append.batch"
+ROUTE_STAGE_BATCH = "log.stage.batch"
 ROUTE_COMMIT = "log.commit"
 ROUTE_ABORT = "log.abort"
 
@@ -96,6 +103,10 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 #: Payloads handed from the task thread to the reactor thread at a time.
 CHUNK_ROWS = 2048
+#: Default of option ``batchBytes``: most bytes per record batch sent on the batch routes.
+DEFAULT_BATCH_BYTES = 256 * 1024
+#: Largest ``batchBytes`` (the stream log's ``MAX_BATCH_BYTES``).
+MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------------------
@@ -115,6 +126,9 @@ class SinkOptions:
     :ivar sink_id: the exactly-once query id (``sinkId``), or None.
     :ivar timeout: seconds a task or the driver waits for the responder (connect, credit,
         acknowledgements) before failing; option ``timeout`` is in milliseconds.
+    :ivar batch_bytes: most bytes per record batch (many rows per payload, on
+        ``log.append.batch``/``log.stage.batch``); 0: one row per payload on
+        ``log.append``/``log.stage``.
     """
 
     endpoint: str
@@ -124,6 +138,7 @@ class SinkOptions:
     guarantee: str = AT_LEAST_ONCE
     sink_id: str | None = None
     timeout: float = 300.0
+    batch_bytes: int = DEFAULT_BATCH_BYTES
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
@@ -132,7 +147,8 @@ class SinkOptions:
         Option names are case-insensitive: ``endpoint`` (required; ``endpoints`` with a single
         entry is accepted too), ``topic`` (required), ``shard`` (int >= 0, default 0),
         ``format`` (``json`` default, ``cbor``, ``binary``), ``guarantee`` (``at-least-once``
-        default, ``exactly-once``), ``sinkId``, ``timeout`` (milliseconds, default 300000).
+        default, ``exactly-once``), ``sinkId``, ``timeout`` (milliseconds, default 300000),
+        ``batchBytes`` (0, or 64 .. 8388608 bytes per record batch; default 262144).
 
         :raises ValueError: an option is missing or has a wrong value; ``format=binary`` and
             the schema has no ``data`` column of type binary or string.
@@ -179,6 +195,14 @@ class SinkOptions:
         if timeout_ms <= 0:
             raise ValueError(f"option 'timeout' must be a positive integer of milliseconds, "
                              f"got {timeout_text!r}")
+        batch_text = str(opts.get("batchbytes", DEFAULT_BATCH_BYTES)).strip()
+        try:
+            batch_bytes = int(batch_text.replace("_", ""))
+        except ValueError:
+            batch_bytes = -1
+        if batch_bytes != 0 and not 64 <= batch_bytes <= MAX_BATCH_BYTES:
+            raise ValueError(f"option 'batchBytes' must be 0 (one row per payload) or an "
+                             f"integer in 64..{MAX_BATCH_BYTES}, got {batch_text!r}")
         if fmt == "binary":
             fields = {f.name: f for f in schema.fields}
             data = fields.get("data")
@@ -186,7 +210,8 @@ class SinkOptions:
                 raise ValueError(
                     "format 'binary' writes the 'data' column: the DataFrame needs a column "
                     f"'data' of type binary or string, its schema is {schema.simpleString()}")
-        return cls(endpoint, topic, shard, fmt, guarantee, sink_id, timeout_ms / 1000.0)
+        return cls(endpoint, topic, shard, fmt, guarantee, sink_id, timeout_ms / 1000.0,
+                   batch_bytes)
 
 
 # --------------------------------------------------------------------------------------
@@ -255,6 +280,72 @@ def _columns(batch) -> tuple[list[str], list[list]]:
     return names, cols
 
 
+def _needs_escape(col) -> bool:
+    """Whether a string column may hold a byte JSON escapes (``"``, ``\\``, below 0x20): a
+    numpy scan of its whole data buffer (a slice's neighbours count too: conservative)."""
+    import numpy as np
+
+    data = col.buffers()[2]
+    if data is None or data.size == 0:
+        return False
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return bool(((raw < 0x20) | (raw == 0x22) | (raw == 0x5C)).any())
+
+
+def _json_texts(col, dumps) -> Any:
+    """The JSON text of every value of an Arrow column, as a string array without nulls
+    (null -> ``null``). Numbers, booleans and strings are formatted by Arrow compute kernels
+    (C, no Python step per value); dates and times are ISO 8601 text; other types go through
+    ``dumps`` per value, as the row-by-row encoder did."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        texts = pc.cast(col, pa.string())
+    elif pa.types.is_floating(t):
+        values = pc.cast(col, pa.float64())  # float32 as its exact double, like to_pylist
+        texts = pc.cast(values, pa.string())  # shortest round-trip text
+        finite = pc.is_finite(values)
+        # Arrow prints 2.0 as "2": write "2.0" as Python's json does
+        plain = pc.and_(pc.and_(pc.equal(pc.find_substring(texts, "."), -1),
+                                pc.equal(pc.find_substring(texts, "e"), -1)), finite)
+        if pc.any(plain).as_py():
+            texts = pc.if_else(plain, pc.binary_join_element_wise(texts, ".0", ""), texts)
+        texts = pc.if_else(finite, texts, pa.scalar(None, pa.string()))  # NaN, inf: null
+    elif (pa.types.is_string(t) or pa.types.is_large_string(t)) and not _needs_escape(col):
+        texts = pc.binary_join_element_wise('"', pc.cast(col, pa.string()), '"', "")
+    elif pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
+        texts = pa.array([None if v is None else f'"{v.isoformat()}"' for v in col.to_pylist()],
+                         pa.string())
+    else:
+        values = col.to_pylist()
+        if _has_map(t):
+            values = [_maps_to_dicts(v, t) for v in values]
+        texts = pa.array([None if v is None else dumps(v) for v in values], pa.string())
+    return pc.fill_null(texts, "null")
+
+
+def _json_lines(batch, dumps) -> list[bytes]:
+    """One JSON object per row of an Arrow RecordBatch, keys in column order, assembled
+    column by column with Arrow compute (``binary_join_element_wise``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if batch.num_rows == 0:
+        return []
+    names = batch.schema.names
+    if not names:
+        return [b"{}"] * batch.num_rows
+    parts: list = []
+    for i, (name, col) in enumerate(zip(names, batch.columns)):
+        parts.append(("{" if i == 0 else ",") + json.dumps(name, ensure_ascii=False) + ":")
+        parts.append(_json_texts(col, dumps))
+    parts.append("}")
+    rows = pc.binary_join_element_wise(*parts, "")
+    return rows.cast(pa.binary()).to_pylist()
+
+
 def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
     """``encode(batch)``: the records of an Arrow RecordBatch, or of a list of Rows."""
     if fmt == "binary":
@@ -276,6 +367,12 @@ def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
                 return dumps(obj).encode("utf-8")
             except ValueError:  # NaN or infinity: not JSON; written as null
                 return dumps(_finite(obj)).encode("utf-8")
+
+        def dump_value(value) -> str:
+            try:
+                return dumps(value)
+            except ValueError:
+                return dumps(_finite(value))
     else:
         import cbor2
 
@@ -285,6 +382,8 @@ def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
     def encode(batch) -> list[bytes]:
         if isinstance(batch, list):
             return [encode_one(row.asDict(recursive=True)) for row in batch]
+        if fmt == "json" and len(set(batch.schema.names)) == batch.num_columns:
+            return _json_lines(batch, dump_value)
         names, cols = _columns(batch)
         return [encode_one(dict(zip(names, values))) for values in zip(*cols)]
     return encode
@@ -368,7 +467,7 @@ class _SinkBase:
         chunks = _chunks(iterator, _encoder(opts.format))
         if opts.guarantee == AT_LEAST_ONCE:
             header = {"topic": opts.topic, "shard": opts.shard}
-            route, ack_key = ROUTE_APPEND, "acked"
+            route, ack_key = ROUTE_APPEND_BATCH if opts.batch_bytes else ROUTE_APPEND, "acked"
         else:
             first = next(chunks, None)
             if first is None:  # an empty partition stages nothing
@@ -376,9 +475,9 @@ class _SinkBase:
             chunks = _prepend(first, chunks)
             header = {"topic": opts.topic, "shard": opts.shard, "query": query,
                       "batch": batch, "partition": partition}
-            route, ack_key = ROUTE_STAGE, "staged"
+            route, ack_key = ROUTE_STAGE_BATCH if opts.batch_bytes else ROUTE_STAGE, "staged"
         count = send_records(opts.endpoint, route, header, chunks, ack_key, opts.timeout,
-                             self._on_ack)
+                             self._on_ack, opts.batch_bytes)
         return RSocketCommitMessage(query, batch, partition, count,
                                     opts.guarantee == EXACTLY_ONCE)
 

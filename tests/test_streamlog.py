@@ -45,7 +45,8 @@ def test_offset_metadata_is_one_composite_entry_of_the_offset_mime():
     assert offset_of(b"x" + OFFSET_METADATA_PREFIX[1:] + bytes(8)) is None
     assert offset_of(None) is None
     assert set(ROUTES) == {"log.offsets", "log.read", "log.append", "log.stage", "log.commit",
-                           "log.abort", "log.topics", "log.create"}
+                           "log.abort", "log.topics", "log.create", "log.read.batch",
+                           "log.append.batch", "log.stage.batch"}
 
 
 def test_append_read_and_end_offsets(log):

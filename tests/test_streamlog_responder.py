@@ -8,6 +8,13 @@ import json
 
 import pytest
 import pytest_twisted
+from streamlog_support import (  # log_fixture: the log fixture
+    CountingLog,
+    client,
+    log_fixture,  # noqa: F401
+    records,
+    turns,
+)
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted_support import Harness, wait
@@ -32,23 +39,6 @@ from rsocket_tx.streamlog import (
 
 aio = pytest_twisted.ensureDeferred
 JSON = "application/json"
-
-
-@pytest.fixture
-def log(tmp_path):
-    log = StreamLog(tmp_path / "log.db")
-    yield log
-    log.close()
-
-
-async def client(harness, log, **settings):
-    port = await harness.serve(functools.partial(StreamLogResponder, log=log, **settings))
-    return await harness.connect(port, metadata_mime_type=COMPOSITE_METADATA,
-                                 data_mime_type=JSON)
-
-
-def records(n, start=0):
-    return [json.dumps({"n": i}).encode() for i in range(start, start + n)]
 
 
 async def read(rs, topic, shard, start, stop=None, prefetch=256):
@@ -289,26 +279,6 @@ async def test_path_setting_shares_one_log_per_file(harness, tmp_path):
         assert shared.end_offsets("s") == {0: 1}
     finally:
         shared.close()
-
-
-class CountingLog(StreamLog):
-    """Counts the chunks ``log.read`` has taken from SQLite."""
-
-    chunks_read = 0
-
-    def read_chunks(self, *args, **kwargs):
-        def counted(chunks):
-            for rows in chunks:
-                self.chunks_read += 1
-                yield rows
-        return counted(super().read_chunks(*args, **kwargs))
-
-
-async def turns(n=20):
-    for _ in range(n):
-        d = Deferred()
-        reactor.callLater(0, d.callback, None)
-        await d
 
 
 @aio

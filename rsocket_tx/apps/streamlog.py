@@ -11,36 +11,65 @@ a repeated commit changes nothing).
 metadata routing, ``Extensions/Routing.md``), JSON request data (CBOR works the same way),
 the *offsets protocol* a replaying reader (e.g. the Spark data source ``pyspark_rsocket``) needs:
 
-==================  ================  ========================================================
-route               interaction       request -> response
-==================  ================  ========================================================
-``log.offsets``     request-response  ``{"topic": t}`` -> ``{"topic": t, "shards": {"0": end0,
-                                      ...}}``: the next offset of each shard (``{}`` if the
-                                      topic is unknown)
-``log.read``        request-stream    ``{"topic": t, "shard": n, "from": a, "to": b}`` (``to``
-                                      optional: the end at request time) -> the records with
-                                      offsets ``a .. b-1`` in order, then complete; each
-                                      PAYLOAD's metadata is composite metadata with one entry
-                                      :data:`OFFSET_MIME` holding the offset (8 bytes, big
-                                      endian). ``a > end``, ``b > end`` or ``a > b``:
-                                      ERROR[INVALID]
-``log.append``      request-channel   first payload ``{"topic": t, "shard": n}``, then one
-                                      record per payload -> ``{"acked": total}`` after each
-                                      transaction (every ``ack_every`` records and at the end
-                                      of input); completes after the last (at-least-once sink)
-``log.stage``       request-channel   first payload ``{"topic", "shard", "query", "batch",
-                                      "partition"}``, then records -> ``{"staged": total}``
-                                      likewise; replaces rows staged earlier for the same
-                                      ``(query, batch, partition)`` (a retried task)
-``log.commit``      request-response  ``{"query": q, "batch": b, "partitions": [p, ...]}`` ->
-                                      ``{"committed": rows, "duplicate": bool}``: publishes
-                                      the staged rows in one transaction, once per ``(q, b)``;
-                                      a partition not staged: ERROR[INVALID]
-``log.abort``       request-response  ``{"query": q, "batch": b}`` -> ``{"dropped": rows}``
-``log.topics``      request-response  ``{}`` -> ``{"topics": {"t": shards, ...}}``
-``log.create``      request-response  ``{"topic": t, "shards": n}`` -> ``{"topic": t,
-                                      "shards": n}`` (creates, or adds shards)
-==================  ================  ========================================================
+====================  ================  ========================================================
+route                 interaction       request -> response
+====================  ================  ========================================================
+``log.offsets``       request-response  ``{"topic": t}`` -> ``{"topic": t, "shards": {"0": end0,
+                                        ...}}``: the next offset of each shard (``{}`` if the
+                                        topic is unknown)
+``log.read``          request-stream    ``{"topic": t, "shard": n, "from": a, "to": b}`` (``to``
+                                        optional: the end at request time) -> the records with
+                                        offsets ``a .. b-1`` in order, then complete; each
+                                        PAYLOAD's metadata is composite metadata with one entry
+                                        :data:`OFFSET_MIME` holding the offset (8 bytes, big
+                                        endian). ``a > end``, ``b > end`` or ``a > b``:
+                                        ERROR[INVALID]
+``log.append``        request-channel   first payload ``{"topic": t, "shard": n}``, then one
+                                        record per payload -> ``{"acked": total}`` after each
+                                        transaction (every ``ack_every`` records and at the end
+                                        of input); completes after the last (at-least-once sink)
+``log.stage``         request-channel   first payload ``{"topic", "shard", "query", "batch",
+                                        "partition"}``, then records -> ``{"staged": total}``
+                                        likewise; replaces rows staged earlier for the same
+                                        ``(query, batch, partition)`` (a retried task)
+``log.commit``        request-response  ``{"query": q, "batch": b, "partitions": [p, ...]}`` ->
+                                        ``{"committed": rows, "duplicate": bool}``: publishes
+                                        the staged rows in one transaction, once per ``(q, b)``;
+                                        a partition not staged: ERROR[INVALID]
+``log.abort``         request-response  ``{"query": q, "batch": b}`` -> ``{"dropped": rows}``
+``log.read.batch``    request-stream    as ``log.read`` (and optional ``"max_bytes": m``) -> the
+                                        same records, many per PAYLOAD: each PAYLOAD's data is
+                                        one *record batch* (below), no metadata; batches in
+                                        offset order, each starting where the last ended
+``log.append.batch``  request-channel   as ``log.append``, but every payload after the first is
+                                        one record batch (its first offset field 0) -> the same
+                                        ``{"acked": total}`` acknowledgements (records, not
+                                        payloads)
+``log.stage.batch``   request-channel   as ``log.stage``, with record batches ->
+                                        ``{"staged": total}``
+``log.topics``        request-response  ``{}`` -> ``{"topics": {"t": shards, ...}}``
+``log.create``        request-response  ``{"topic": t, "shards": n}`` -> ``{"topic": t,
+                                        "shards": n}`` (creates, or adds shards)
+====================  ================  ========================================================
+
+Record batches (the ``*.batch`` routes) carry several records per PAYLOAD, so that the
+per-frame cost of RSocket is paid once per batch, not once per record. A record batch is::
+
+    first offset   8 bytes, unsigned, big endian (log.read.batch: the offset of record 0;
+                   a sink batch: 0)
+    count n        4 bytes, unsigned, big endian, >= 1
+    lengths        n x 4 bytes, unsigned, big endian: the byte length of each record
+    records        n x (record bytes, then one LF byte 0x0A)
+
+and nothing after: its size is exactly ``12 + 5 n + sum(lengths)``. The record i has offset
+``first + i``. The lengths make it exact for any bytes (a record may contain LF); the LF after
+each record makes a batch of JSON records one newline-delimited JSON text a decoder reads in
+one call (:func:`encode_batch`, :func:`decode_batch`). ``log.read.batch`` fills a batch while
+it stays within ``min(max_bytes, batch_bytes)`` bytes (responder setting ``batch_bytes``,
+default :data:`DEFAULT_BATCH_BYTES`; a record bigger than that goes alone in its batch); the
+requester's REQUEST_N counts batches. A malformed batch on a sink channel ends it with
+ERROR[INVALID] "route: malformed record batch: reason", and nothing of that transaction is
+written. The one-record-per-payload routes stay as they are.
 
 Serve it in an application with ``serve("tcp:7878", functools.partial(StreamLogResponder,
 log=log))``, or with twistd::
@@ -63,8 +92,11 @@ import re
 import sqlite3
 import struct
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import accumulate, repeat
+from operator import add
 
 from ..codecs import BYTES, TEXT, codec_for
 from ..core.errors import InvalidError
@@ -100,6 +132,16 @@ __all__ = [
     "DEFAULT_ACK_EVERY",
     "MAX_ACK_EVERY",
     "DEFAULT_READ_CHUNK",
+    "ROUTE_READ_BATCH",
+    "ROUTE_APPEND_BATCH",
+    "ROUTE_STAGE_BATCH",
+    "DEFAULT_BATCH_BYTES",
+    "MAX_BATCH_BYTES",
+    "BATCH_HEADER_SIZE",
+    "RecordBatchError",
+    "encode_batch",
+    "decode_batch",
+    "batch_layout",
 ]
 
 #: The MIME type of the composite metadata entry that carries a record's offset.
@@ -119,6 +161,9 @@ ROUTE_COMMIT = "log.commit"
 ROUTE_ABORT = "log.abort"
 ROUTE_TOPICS = "log.topics"
 ROUTE_CREATE = "log.create"
+ROUTE_READ_BATCH = "log.read.batch"
+ROUTE_APPEND_BATCH = "log.append.batch"
+ROUTE_STAGE_BATCH = "log.stage.batch"
 #: Every route, with its interaction.
 ROUTES = {
     ROUTE_OFFSETS: "request_response",
@@ -129,6 +174,9 @@ ROUTES = {
     ROUTE_ABORT: "request_response",
     ROUTE_TOPICS: "request_response",
     ROUTE_CREATE: "request_response",
+    ROUTE_READ_BATCH: "request_stream",
+    ROUTE_APPEND_BATCH: "request_channel",
+    ROUTE_STAGE_BATCH: "request_channel",
 }
 
 #: Longest topic name, in UTF-8 bytes.
@@ -147,6 +195,15 @@ DEFAULT_ACK_EVERY = 1024
 MAX_ACK_EVERY = 1_000_000
 #: Rows read from SQLite per query when streaming a range.
 DEFAULT_READ_CHUNK = 4096
+#: Most bytes of one record batch ``log.read.batch`` sends, by default (responder setting
+#: ``batch_bytes``; a single bigger record is sent alone in its batch).
+DEFAULT_BATCH_BYTES = 256 * 1024
+#: Largest ``batch_bytes`` setting: below the 16 MiB frame length limit of RSocket's TCP
+#: framing (spec §Framing), header and all.
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+#: Bytes of a record batch before its lengths: first offset (8) and count (4).
+BATCH_HEADER_SIZE = 12
+_BATCH_HEADER = struct.Struct(">QI")
 
 _MAX_INT64 = 2**63 - 1
 _OFFSET_BITS = 40
@@ -485,6 +542,18 @@ class StreamLog:
         key = self._shard_key(db, topic, shard)
         first = db.execute("SELECT next_offset FROM shards WHERE id=?", (key,)).fetchone()[0]
         base = key << _OFFSET_BITS
+        if records.__class__ is list and set(map(type, records)) <= {bytes}:
+            # a list of bytes (the sink routes): keys and rows zipped in C, no Python step
+            count = len(records)
+            end = first + count
+            if end > MAX_OFFSET + 1:
+                raise StreamLogError(f"shard {shard} of {topic!r} is full ({MAX_OFFSET + 1} "
+                                     f"records)")
+            db.executemany("INSERT INTO records(key, data) VALUES (?, ?)",
+                           zip(range(base + first, base + end), records))
+            if count:
+                db.execute("UPDATE shards SET next_offset=? WHERE id=?", (end, key))
+            return first, end
         count = 0
 
         def rows():
@@ -618,8 +687,11 @@ class StreamLog:
             if tuple(row[:3]) != (query, batch, partition):
                 raise StageError(f"stage {stage_id} belongs to {tuple(row[:3])!r}, not {key!r}")
             before = db.total_changes
-            db.executemany("INSERT INTO staged_rows(stage, data) VALUES (?, ?)",
-                           ((stage_id, _as_record(r)) for r in records))
+            if records.__class__ is list and set(map(type, records)) <= {bytes}:
+                rows = zip(repeat(stage_id), records)  # (the sink routes: no Python step)
+            else:
+                rows = ((stage_id, _as_record(r)) for r in records)
+            db.executemany("INSERT INTO staged_rows(stage, data) VALUES (?, ?)", rows)
             rows = row[3] + db.total_changes - before
             db.execute("UPDATE stages SET rows=? WHERE id=?", (rows, stage_id))
             return rows
@@ -784,6 +856,84 @@ def offset_of(metadata: bytes | None) -> int | None:
     return int.from_bytes(metadata[-8:], "big")
 
 
+# -- record batches (the *.batch routes) -------------------------------------------------------
+
+
+class RecordBatchError(StreamLogError):
+    """Bytes that are not a record batch (see the module docstring); the message says why."""
+
+
+def encode_batch(first: int, records: list[bytes]) -> bytes:
+    """One record batch: ``first`` (the offset of ``records[0]``; 0 for a sink) and the records.
+
+    :param first: 0 .. 2^64-1.
+    :param records: one or more ``bytes`` (each at most 2^32-1 bytes).
+    :returns: the batch, ``12 + 5 * len(records) + sum of their lengths`` bytes.
+    :raises RecordBatchError: no records, or a record too long for its 4-byte length.
+    """
+    n = len(records)
+    if not n:
+        raise RecordBatchError("a record batch holds at least one record")
+    try:
+        header = struct.pack(f">QI{n}I", first, n, *map(len, records))
+    except struct.error as exc:
+        raise RecordBatchError(f"cannot encode a record batch: {exc}") from None
+    return b"".join((header, b"\n".join(records), b"\n"))
+
+
+def batch_layout(data) -> tuple[int, tuple[int, ...], int]:
+    """Check a record batch's header and size, without splitting it.
+
+    :param data: the batch (bytes-like).
+    :returns: ``(first, lengths, body)``: the first offset, the record lengths (a tuple of
+        ``count`` ints) and the index in ``data`` where the records (each followed by LF)
+        start. The LF bytes are not checked here (:func:`decode_batch` does).
+    :raises RecordBatchError: too short, a count of 0, or a size other than
+        ``12 + 5 * count + sum(lengths)``.
+    """
+    size = len(data)
+    if size < BATCH_HEADER_SIZE:
+        raise RecordBatchError(f"{size} bytes, shorter than the {BATCH_HEADER_SIZE}-byte "
+                               f"header")
+    first, n = _BATCH_HEADER.unpack_from(data)
+    if n == 0:
+        raise RecordBatchError("count is 0 (a record batch holds at least one record)")
+    body = BATCH_HEADER_SIZE + 4 * n
+    if body + n > size:
+        raise RecordBatchError(f"count {n} needs at least {body + n} bytes, the batch has "
+                               f"{size}")
+    lengths = struct.unpack_from(f">{n}I", data, BATCH_HEADER_SIZE)
+    if body + n + sum(lengths) != size:
+        raise RecordBatchError(f"the lengths of {n} records need {body + n + sum(lengths)} "
+                               f"bytes, the batch has {size}")
+    return first, lengths, body
+
+
+def decode_batch(data) -> tuple[int, list[bytes]]:
+    """Split a record batch into its first offset and its records.
+
+    :param data: the batch (bytes-like).
+    :returns: ``(first, records)``; record i has offset ``first + i``.
+    :raises RecordBatchError: as :func:`batch_layout`, or a record not followed by LF.
+    """
+    first, lengths, body = batch_layout(data)
+    rest = bytes(data[body:])
+    n = len(lengths)
+    if rest.count(b"\n") == n:  # no LF inside a record: one C-level split
+        records = rest.split(b"\n")
+        if records.pop() == b"" and list(map(len, records)) == list(lengths):
+            return first, records
+    records = []
+    pos = 0
+    for i, length in enumerate(lengths):
+        end = pos + length
+        if rest[end] != 0x0A:
+            raise RecordBatchError(f"record {i} (of {n}) is not followed by LF")
+        records.append(rest[pos:end])
+        pos = end + 1
+    return first, records
+
+
 # -- the responder -----------------------------------------------------------------------------
 
 
@@ -820,6 +970,37 @@ def _records_of(chunks, start: int):
             offset += 1
 
 
+def _batches_of(chunks, start: int, max_bytes: int):
+    """PAYLOADs of ``log.read.batch``: record batches of at most ``max_bytes`` (a bigger
+    record alone), no metadata. Cut points come from cumulative sizes (C-level ``map`` and
+    ``accumulate``, ``bisect``), not from a Python step per record."""
+    pack = struct.pack
+    room = max_bytes - BATCH_HEADER_SIZE
+    first = start
+    datas: list[bytes] = []
+    for rows in chunks:
+        datas += [data for (data,) in rows]
+        lengths = list(map(len, datas))
+        # sizes[i]: bytes of records 0..i-1 with their length field and LF (5 bytes each)
+        sizes = list(accumulate(map(add, lengths, repeat(5)), initial=0))
+        n = len(datas)
+        a = 0
+        while True:
+            b = bisect_right(sizes, sizes[a] + room, a + 1) - 1
+            if b == n:  # the rest fits: wait for more rows (or the end) before sending it
+                break
+            b = max(b, a + 1)  # a record bigger than the room goes alone
+            yield Payload(b"".join((pack(f">QI{b - a}I", first, b - a, *lengths[a:b]),
+                                    b"\n".join(datas[a:b]), b"\n")))
+            first += b - a
+            a = b
+        datas = datas[a:]
+    if datas:
+        n = len(datas)
+        yield Payload(b"".join((pack(f">QI{n}I", first, n, *map(len, datas)),
+                                b"\n".join(datas), b"\n")))
+
+
 class StreamLogResponder(Responder):
     """Serves a :class:`StreamLog` over RSocket: the routes of the module docstring.
 
@@ -836,6 +1017,9 @@ class StreamLogResponder(Responder):
     :param auto_create: ``log.append``/``log.stage`` to an unknown topic creates it (with
         ``max(default_shards, shard + 1)`` shards); default true. False: ERROR[INVALID].
     :param default_shards: shards of a topic created by an append (default 1).
+    :param batch_bytes: most bytes of one record batch of ``log.read.batch`` (64 ..
+        :data:`MAX_BATCH_BYTES`; default :data:`DEFAULT_BATCH_BYTES`); a request's
+        ``max_bytes`` may lower it.
     :param synchronous: with ``path``: SQLite's ``synchronous`` (``normal``, ``full``, ``off``).
     :raises ValueError: neither or both of ``log`` and ``path``, or a bad setting.
     :raises StreamLogError: ``path`` cannot be opened as a stream log.
@@ -849,7 +1033,8 @@ class StreamLogResponder(Responder):
 
     def __init__(self, log: StreamLog | None = None, *, path: str | None = None,
                  ack_every=DEFAULT_ACK_EVERY, read_chunk=DEFAULT_READ_CHUNK, auto_create=True,
-                 default_shards=1, synchronous: str = "normal") -> None:
+                 default_shards=1, synchronous: str = "normal",
+                 batch_bytes=DEFAULT_BATCH_BYTES) -> None:
         if (log is None) == (path is None):
             raise ValueError("StreamLogResponder needs either log= (a StreamLog) or path= (its "
                              "database file), not " + ("both" if log is not None else "neither"))
@@ -859,6 +1044,7 @@ class StreamLogResponder(Responder):
         self.read_chunk = _setting_int("read_chunk", read_chunk, 1, MAX_ACK_EVERY)
         self.auto_create = _setting_bool("auto_create", auto_create)
         self.default_shards = _setting_int("default_shards", default_shards, 1, MAX_SHARDS)
+        self.batch_bytes = _setting_int("batch_bytes", batch_bytes, 64, MAX_BATCH_BYTES)
         if log is None:
             log = StreamLog.shared(path, synchronous=synchronous)
         self.stream_log = log
@@ -911,14 +1097,25 @@ class StreamLogResponder(Responder):
                                         f"{shard}")
         return topic, shard
 
-    async def _sink(self, request: Request, write, field: str):
+    async def _sink(self, request: Request, write, field: str, batched: bool = False):
         # one transaction per ack_every records, and one for the rest at the end of input
         # (an empty one if there were no records, so that every channel is acknowledged)
         batch: list[bytes] = []
         ack_every = self.ack_every
         acked = False
         async for payload in request.inbound:
-            batch.append(payload.data)
+            if batched:
+                try:
+                    first, records = decode_batch(payload.data)
+                    if first:
+                        raise RecordBatchError(f"the first offset of a sink's batch must be "
+                                               f"0, got {first}")
+                    batch.extend(records)
+                except RecordBatchError as exc:
+                    raise InvalidError(f"{request.route}: malformed record batch: "
+                                       f"{exc}") from None
+            else:
+                batch.append(payload.data)
             if len(batch) >= ack_every:
                 total = write(batch)
                 batch = []
@@ -947,8 +1144,35 @@ class StreamLogResponder(Responder):
                                                  chunk=self.read_chunk)
         return Payloads(_records_of(chunks, start))  # (Payloads already: no encoding step)
 
+    @route(ROUTE_READ_BATCH, interaction="request_stream")
+    def read_batch(self, request: Request):
+        data = self._request(request, "topic", "shard", "from", optional=("to", "max_bytes"))
+        topic, shard = self._target(request, data["topic"], data["shard"], create=False)
+        start = data["from"]
+        with _invalid(request.route):
+            max_bytes = _check_int("max_bytes", data.get("max_bytes", self.batch_bytes), 1,
+                                   MAX_BATCH_BYTES)
+            chunks = self.stream_log.read_chunks(topic, shard, start, data.get("to"),
+                                                 chunk=self.read_chunk)
+        return Payloads(_batches_of(chunks, start, min(max_bytes, self.batch_bytes)))
+
     @route(ROUTE_APPEND, interaction="request_channel")
     def append(self, request: Request):
+        return self._append(request, False)
+
+    @route(ROUTE_APPEND_BATCH, interaction="request_channel")
+    def append_batch(self, request: Request):
+        return self._append(request, True)
+
+    @route(ROUTE_STAGE, interaction="request_channel")
+    def stage(self, request: Request):
+        return self._stage(request, False)
+
+    @route(ROUTE_STAGE_BATCH, interaction="request_channel")
+    def stage_batch(self, request: Request):
+        return self._stage(request, True)
+
+    def _append(self, request: Request, batched: bool):
         data = self._request(request, "topic", "shard")
         topic, shard = self._target(request, data["topic"], data["shard"], create=True)
         log = self.stream_log
@@ -956,14 +1180,13 @@ class StreamLogResponder(Responder):
 
         def write(records):
             nonlocal appended
-            with _invalid(ROUTE_APPEND):
+            with _invalid(request.route):
                 first, end = log.append(topic, shard, records)
             appended += end - first
             return appended
-        return self._sink(request, write, "acked")
+        return self._sink(request, write, "acked", batched)
 
-    @route(ROUTE_STAGE, interaction="request_channel")
-    def stage(self, request: Request):
+    def _stage(self, request: Request, batched: bool):
         data = self._request(request, "topic", "shard", "query", "batch", "partition")
         topic, shard = self._target(request, data["topic"], data["shard"], create=True)
         log = self.stream_log
@@ -972,9 +1195,9 @@ class StreamLogResponder(Responder):
             stage_id = log.open_stage(key, topic, shard)
 
         def write(records):
-            with _invalid(ROUTE_STAGE):
+            with _invalid(request.route):
                 return log.stage(key, topic, shard, records, stage_id=stage_id)
-        return self._sink(request, write, "staged")
+        return self._sink(request, write, "staged", batched)
 
     @route(ROUTE_COMMIT)
     def commit(self, request: Request):

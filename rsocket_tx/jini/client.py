@@ -167,6 +167,7 @@ class JiniClientProtocol(JiniMuxProtocol):
         session = self.abortable_session(request)
         if session is None:
             return
+        request.writer.run_queued_pump()  # (what was written before the abort goes first)
         sent = session.send is not SessionState.IDLE  # (before the abort terminates it)
         self.connection.abort(session.stream_id, detail=detail)
         request.session_failed(SessionAbortedError(detail or "request aborted", partial=sent),
@@ -287,6 +288,13 @@ class JiniMuxClient:
             outbound.finish()
             return outbound.read_all()
 
+        if not self._closed and not self._waiters:
+            protocol = self._free_protocol()
+            if protocol is not None:  # (the usual case: no Deferred for the session)
+                try:
+                    return send(protocol.new_request())
+                except Exception:  # noqa: BLE001 - as the Deferred route reports it
+                    return fail()
         return self.new_request().addCallback(send)
 
     def ping(self) -> Deferred[float]:

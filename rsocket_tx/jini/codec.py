@@ -591,6 +591,17 @@ class MessageDecoder:
             return header
         if have < MESSAGE_HEADER_SIZE:
             return None
+        op = buf[pos]
+        b1 = buf[pos + 1]
+        if op & 0xE1 == 0x80 and b1 < 0x80 and (op & DATA_EOF or not op & 0x0A):
+            # (the common case, a valid Data: its checks of _decode_header, inline)
+            end = pos + MESSAGE_HEADER_SIZE + ((buf[pos + 2] << 8) | buf[pos + 3])
+            if len(buf) < end:
+                return None
+            self._pos = end
+            return Data(b1, bytes(buf[pos + MESSAGE_HEADER_SIZE:end]), bool(op & DATA_OPEN),
+                        bool(op & DATA_CLOSE), bool(op & DATA_EOF),
+                        bool(op & DATA_ACK_REQUIRED))
         op, b1, field = _decode_header(bytes(buf[pos:pos + MESSAGE_HEADER_SIZE]))
         if _has_body(op):
             end = pos + MESSAGE_HEADER_SIZE + field

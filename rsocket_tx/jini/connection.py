@@ -175,6 +175,9 @@ class JiniMuxConnection:
         self.role = role
         self.config = config = config if config is not None else JiniMuxConfig()
         self.state = ConnectionState.HANDSHAKE
+        #: True until the connection is terminated (during the handshake too); an attribute,
+        #: not a property, as it is read several times per message
+        self.is_open = True
         self._client = role is Role.CLIENT
         self._decoder = C.MessageDecoder(
             C.ServerConnectionHeader if self._client else C.ClientConnectionHeader)
@@ -197,11 +200,6 @@ class JiniMuxConnection:
 
     # ---------------------------------------------------------------------------------------
     # properties
-
-    @property
-    def is_open(self) -> bool:
-        """True until the connection is terminated (during the handshake too)."""
-        return self.state is not ConnectionState.CLOSED
 
     @property
     def handshake_complete(self) -> bool:
@@ -710,6 +708,7 @@ class JiniMuxConnection:
     def _terminate(self, reason: str, by_peer: bool, error_sent: bool = False,
                    partial: bool = True) -> list[Event]:
         self.state = ConnectionState.CLOSED
+        self.is_open = False
         self.terminated_reason = reason
         events: list[Event] = []
         for s in self._sessions.clear():

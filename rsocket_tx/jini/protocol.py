@@ -36,7 +36,44 @@ from .events import (
     ShutdownReceived,
 )
 
-__all__ = ["JiniMuxProtocol"]
+__all__ = ["JiniMuxProtocol", "merge_data"]
+
+
+def merge_data(events: list[Any]) -> list[Any]:
+    """Merge each run of consecutive :class:`~rsocket_tx.jini.events.DataReceived` of one
+    session (the *Data* messages of one read, River's 1 KiB fragments) into one event whose
+    data is theirs joined: the application gets one chunk and the ration is topped up once
+    per read, not once per message. Nothing else moves: other events keep their place.
+
+    :param events: the events of one read, in order.
+    :returns: the same list when nothing merges, else a new one.
+    """
+    out: list[Any] = []
+    parts: list[bytes] | None = None  # data of the run being merged, out[-1] its first event
+    merged = False
+    for event in events:
+        if type(event) is DataReceived:
+            last = out[-1] if out else None
+            if type(last) is DataReceived and last.session_id == event.session_id \
+                    and not last.eof:
+                if parts is None:
+                    parts = [last.data]
+                parts.append(event.data)
+                out[-1] = DataReceived(event.session_id, b"", event.eof, event.ack_required)
+                merged = True
+                continue
+            if parts is not None:
+                out[-1].data = b"".join(parts)
+                parts = None
+            out.append(event)
+            continue
+        if parts is not None:
+            out[-1].data = b"".join(parts)
+            parts = None
+        out.append(event)
+    if parts is not None:
+        out[-1].data = b"".join(parts)
+    return out if merged else events
 
 
 class JiniMuxProtocol(MuxProtocol):
@@ -71,6 +108,7 @@ class JiniMuxProtocol(MuxProtocol):
         self._established: list[Deferred[JiniMuxProtocol]] = []
         self._lost: list[Deferred[None]] = []
         self._pings: dict[int, tuple[Deferred[float], float]] = {}
+        self._pump_queue: list[Any] = []  # writers written to since the last flush
         # A batch of events is the outcome of one read; application code runs while it is
         # dispatched and may reuse a session id that the connection released in that read
         # (its SessionReleased is still to come in the batch): a request made during a batch
@@ -99,6 +137,22 @@ class JiniMuxProtocol(MuxProtocol):
     def connection_started(self) -> None:
         self.connection.initiate_connection(self.reactor.seconds())
 
+    def flush(self, force: bool = False) -> None:
+        """Run the pumps writes asked for (:meth:`pump_soon`), then write what the connection
+        queued (:meth:`~rsocket_tx.bridge.MuxProtocol.flush`)."""
+        queue = self._pump_queue
+        if queue and (force or not self.dispatching):
+            self._pump_queue = []
+            for writer in queue:
+                writer.run_queued_pump()
+        super().flush(force)
+
+    def pump_soon(self, writer: Any) -> None:
+        """:class:`~rsocket_tx.jini.streams.SessionHost`: pump ``writer`` (a
+        :class:`~rsocket_tx.jini.streams.DataWriter`) before the next write to the transport."""
+        self._pump_queue.append(writer)
+        self.flush_soon()
+
     def producing_resumed(self) -> None:
         for request in list(self.requests.values()):
             request.writer.producing_resumed()
@@ -115,6 +169,8 @@ class JiniMuxProtocol(MuxProtocol):
             d2.errback(failure_for(self.terminated))
 
     def handle_events(self, events: list[Any]) -> None:
+        if len(events) > 1:
+            events = merge_data(events)
         if not self.dispatching and self.held is None:
             self._batch += 1
             self._retired.clear()
@@ -204,12 +260,12 @@ class JiniMuxProtocol(MuxProtocol):
     def session_of(self, token: Any) -> int | None:
         """The session id of ``token`` (a request) while its session is alive on this
         connection, else None (the id may already serve another request)."""
-        if token is None:
-            return None  # (the request is gone)
-        sid = token.session_id
-        if self.requests.get(sid) is token and self.connection is not None \
-                and self.connection.is_open and self.connection.session(sid) is not None:
-            return int(sid)
+        conn = self.connection
+        if token is None or conn is None or not conn.is_open:
+            return None  # (the request is gone, or the connection)
+        sid: int = token.session_id
+        if self.requests.get(sid) is token and conn.session(sid) is not None:
+            return sid
         return None
 
     def abortable_session(self, token: Any) -> Session | None:
@@ -327,4 +383,5 @@ class JiniMuxProtocol(MuxProtocol):
         :meth:`~rsocket_tx.bridge.MuxProtocol.release`)."""
         super().release()
         self.requests = {}
+        self._pump_queue = []
         self._retired = {}

@@ -188,13 +188,14 @@ class JiniServerProtocol(JiniMuxProtocol):
         self._shutdown_detail_out = ""
         self._drain_call: Any = None
         self._idle_call: Any = None  # config.idle_timeout: no session in progress
+        self._idle_since: float | None = None  # when the last session ended (None: busy)
         self.event_handlers[SessionOpened] = self.on_session_opened
         self.event_handlers[AcknowledgmentReceived] = self.on_acknowledgment
 
     # ------------------------------------------------------------------ requests
 
     def on_session_opened(self, event: SessionOpened) -> None:
-        self._stop_idle_timer()  # (restarted from now once no session is in progress)
+        self._idle_since = None  # (the idle time counts again once no session is in progress)
         sid = event.session_id
         request = InboundRequest(self, sid)
         self.requests[sid] = request
@@ -228,6 +229,9 @@ class JiniServerProtocol(JiniMuxProtocol):
         writer = request.response
         if request.error is None and not writer.closed:
             writer.finish()
+        if writer.finished:  # (the usual case: no Deferred to wait for)
+            self._request_done(request)
+            return
         writer.notify_finish().addCallbacks(lambda _: self._request_done(request),
                                             lambda _: None)
 
@@ -261,6 +265,10 @@ class JiniServerProtocol(JiniMuxProtocol):
         """Abort ``request``'s session (the API of :meth:`InboundRequest.abort`); nothing
         happens once the session is over."""
         session = self.abortable_session(request)
+        if session is None:
+            return
+        request.writer.run_queued_pump()  # (what was written before the abort goes first)
+        session = self.abortable_session(request)  # (the pump may have ended it: eof+close)
         if session is None:
             return
         self.connection.abort(session.stream_id, partial, detail)
@@ -313,19 +321,30 @@ class JiniServerProtocol(JiniMuxProtocol):
 
     def check_idle(self) -> None:
         """``config.idle_timeout``: once the connection is established and no session is in
-        progress, start the timer that shuts it down; stop it while one is."""
+        progress, the idle time counts from now; a session in progress stops it.
+
+        The timer is not cancelled and rescheduled for every session (a round trip each, on
+        a connection busy with one request at a time): it stays scheduled, and when it fires
+        on a connection that was not idle for the whole timeout it is scheduled again for
+        the rest, or left off until the connection is next idle."""
         timeout = self.config.idle_timeout
         conn = self.connection
         if not timeout or conn is None:
             return
         idle = conn.is_open and conn.handshake_complete and conn.active_sessions == 0 \
             and not self.draining
-        if idle and self._idle_call is None:
+        if not idle:
+            self._idle_since = None
+            if not conn.is_open or self.draining:
+                self._stop_idle_timer()
+            return
+        if self._idle_since is None:
+            self._idle_since = self.reactor.seconds()
+        if self._idle_call is None:
             self._idle_call = self.reactor.callLater(timeout / 1000, self._idle_expired)
-        elif not idle:
-            self._stop_idle_timer()
 
     def _stop_idle_timer(self) -> None:
+        self._idle_since = None
         call, self._idle_call = self._idle_call, None
         if call is not None and call.active():
             call.cancel()
@@ -333,11 +352,19 @@ class JiniServerProtocol(JiniMuxProtocol):
     def _idle_expired(self) -> None:
         self._idle_call = None
         conn = self.connection
-        if conn is not None and conn.is_open and conn.active_sessions == 0:
-            timeout = self.config.idle_timeout
-            self.log.info("Jini ERI mux connection with no session for {timeout} ms: shut "
-                          "down", timeout=timeout)
-            self.shutdown_gracefully(f"no session for {timeout} ms")
+        since = self._idle_since
+        if since is None or conn is None or not conn.is_open or conn.active_sessions:
+            self._idle_since = None
+            self.check_idle()  # (scheduled again if the connection is idle now)
+            return
+        timeout = self.config.idle_timeout
+        rest = since + timeout / 1000 - self.reactor.seconds()
+        if rest > 0:  # a session came and went meanwhile: the idle time counts from its end
+            self._idle_call = self.reactor.callLater(rest, self._idle_expired)
+            return
+        self.log.info("Jini ERI mux connection with no session for {timeout} ms: shut down",
+                      timeout=timeout)
+        self.shutdown_gracefully(f"no session for {timeout} ms")
 
     def events_handled(self) -> None:
         self.check_drained()

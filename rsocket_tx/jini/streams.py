@@ -80,14 +80,20 @@ class SessionHost(Protocol):
         """Write what the connection queued at the end of this reactor turn."""
         ...
 
+    def pump_soon(self, writer: DataWriter) -> None:
+        """Call ``writer.run_queued_pump()`` before the connection's next write to the
+        transport (the end of the read being handled, or of this reactor turn)."""
+        ...
+
 
 class DataReader:
     """The data the peer sends on one session: an async iterator of ``bytes`` chunks (its own
     iterator: iterating again goes on where the last iteration stopped), or :meth:`read_all`.
 
-    Chunks are the peer's Data messages (up to its fragment size). Once the end is reached the
-    iteration stops; if the session ends abnormally the chunks received before are handed out
-    first, then the iteration raises the error
+    A chunk is the data of the peer's Data messages for this session that arrived in one read
+    (:func:`~rsocket_tx.jini.protocol.merge_data`; at most the ration we granted). Once the
+    end is reached the iteration stops; if the session ends abnormally the chunks received
+    before are handed out first, then the iteration raises the error
     (:class:`~rsocket_tx.jini.errors.SessionAbortedError`,
     :class:`~rsocket_tx.jini.errors.ConnectionTerminatedError`).
 
@@ -294,6 +300,7 @@ class DataWriter:
         self._pull_call: object | None = None
         self._pumping = False
         self._finished: list[Deferred[None]] = []
+        self._pump_queued = False
         #: bytes written and not yet handed to the connection
         self.pending = 0
 
@@ -320,6 +327,13 @@ class DataWriter:
     def write(self, data: bytes) -> None:
         """Send ``data`` (never blocks: what the ration does not let through waits here).
 
+        Without a registered producer the data is handed to the connection when the protocol
+        next writes to its transport (the end of the read being handled, or of this reactor
+        turn; :meth:`finish` and an abort hand it at once): a body written and finished in one
+        turn goes out with its eof, in one *Data* (River sends a small request as one *Data*
+        with open and eof). With a producer it is handed at once, so that the producer is
+        paused as soon as the ration is spent.
+
         :raises LocalProtocolError: after :meth:`finish`.
         :raises SessionAbortedError: the session was aborted (by either side).
         :raises ConnectionTerminatedError: the connection ended.
@@ -334,7 +348,11 @@ class DataWriter:
             return
         self._pending.append(bytes(data))
         self.pending += len(data)
-        self.pump()
+        if self._producer is not None:
+            self.pump()  # (at once: a producer is paused as soon as the ration is spent)
+        elif not self._pump_queued:
+            self._pump_queued = True
+            self._host.pump_soon(self)
 
     def writeSequence(self, data: list[bytes]) -> None:  # noqa: N802 - Twisted's name
         """:meth:`write` each of ``data``."""
@@ -408,9 +426,17 @@ class DataWriter:
 
     # ------------------------------------------------------------------ from the protocol
 
+    def run_queued_pump(self) -> None:
+        """:meth:`pump`, if a :meth:`write` asked for one that has not run yet (protocol
+        side: :meth:`SessionHost.pump_soon`)."""
+        if self._pump_queued:
+            self.pump()
+
     def pump(self) -> None:
         """Hand what waits to the connection, as far as the ration and the transport allow
-        (protocol side: called on more ration, on a transport that drained, on writes)."""
+        (protocol side: called on more ration, on a transport that drained, before the
+        protocol writes to its transport after a :meth:`write`)."""
+        self._pump_queued = False
         if self._pumping or self._error is not None or self._eof_sent:
             return
         host = self._host

@@ -184,12 +184,12 @@ CONFIG_OPTIONS: tuple[ConfigOption, ...] = (
         "initial-ration", "BYTES",
         "the ration announced in our connection header: bytes the peer may send on a session"
         f" before we grant more; a multiple of 256 up to {MAX_INITIAL_RATION}, or 0 for"
-        f" unlimited (default {DEFAULT_INITIAL_RATION}, Apache River's)",
+        f" unlimited (default {DEFAULT_INITIAL_RATION}; Apache River's is 32768)",
         "bytes"),
     ConfigOption(
         "fragment-size", "BYTES",
         "the largest Data message body sent, 1..65535"
-        f" (default {DEFAULT_FRAGMENT_SIZE}, Apache River's)",
+        f" (default {DEFAULT_FRAGMENT_SIZE}; Apache River's is 1024)",
         "bytes"),
     ConfigOption(
         "max-sessions", "N",

@@ -6,11 +6,12 @@
   ``TcpServerEndpoint`` (``river_peer.start_server``, one JVM per ration per session);
 * River against River first (``test_river_to_river_*``): the peer itself works.
 
-Bodies of 0, 1, 1,023, 1,024, 1,025, 70,000 bytes and 10 MiB go through with River's default
-ration (32,768 bytes) and with :data:`SMALL` rations on both sides (River reads its initial
-ration from a system property; ours is ``JiniMuxConfig.initial_ration``): a 10 MiB body through
-a 1 KiB window only arrives whole if both sides' flow control runs (River closes the
-connection on any Data past its ration).  Then 128 concurrent requests on ONE connection,
+Bodies of 0, 1, 1,023, 1,024, 1,025, 70,000 bytes and 10 MiB go through with each side's
+default ration (River's 32,768 bytes, our 131,072) and with :data:`SMALL` rations on both sides
+(River reads its initial ration from a system property; ours is
+``JiniMuxConfig.initial_ration``): a 10 MiB body through a 1 KiB window only arrives whole if
+both sides' flow control runs (River closes the connection on any Data past its ration).
+Then 128 concurrent requests on ONE connection,
 1,000 sequential requests on one connection (session ids must be reused: there are only 128),
 aborts both ways in the middle of the request and of the response, a slow reader that must
 not stall the other sessions of its connection, and our Ping answered by River's PingAck.
@@ -44,7 +45,8 @@ SIZES = [0, 1, 1_023, 1_024, 1_025, 70_000, 10 * MIB]
 #: the small initial ration, in bytes, of both sides in the flow-control cases: River's
 #: fragment size, so that each of River's Data messages is bounded by the ration
 SMALL = 1_024
-#: (River's ration, our ration), bytes; None = the default (32,768 both), 0 = unlimited
+#: (River's ration, our ration), bytes; None = each side's default (River's 32,768, our
+#: 131,072), 0 = unlimited
 RATIONS = {"default": (None, None), "small": (SMALL, SMALL), "unlimited": (0, 0)}
 #: seconds any single wait may take (10 MiB through a 1 KiB window on a loaded machine)
 WAIT = 240

@@ -4,12 +4,15 @@ A client and a server connection are driven against each other by moving the byt
 ``chunks_to_send()`` of one into ``receive_data()`` of the other. Hand-built messages are made
 with the codec (or byte by byte where the point is a malformed one). Time only moves through
 the ``now`` arguments (seconds).
+
+The connections are built with River's ration and fragment size (:func:`river_config`: the
+tests were written against River's bytes); a test passes its own settings over them.
 """
 
 from __future__ import annotations
 
 from rsocket_tx.jini import codec as C
-from rsocket_tx.jini.config import JiniMuxConfig
+from rsocket_tx.jini.config import RIVER_FRAGMENT_SIZE, RIVER_INITIAL_RATION, JiniMuxConfig
 from rsocket_tx.jini.connection import JiniMuxConnection, Role
 from rsocket_tx.jini.events import ConnectionTerminated, Event
 
@@ -22,6 +25,7 @@ __all__ = [
     "sent",
     "sent_bytes",
     "assert_violation",
+    "river_config",
 ]
 
 #: River's connection headers (32,768-byte ration)
@@ -29,10 +33,17 @@ CLIENT_HEADER = bytes.fromhex("4a6d7578 01 0080 00")
 SERVER_HEADER = bytes.fromhex("4a6d7578 01 0080 00")
 
 
+def river_config(**config: object) -> JiniMuxConfig:
+    """A config with River's ration (32,768 bytes) and fragment size (1,024), then ``config``."""
+    settings: dict[str, object] = {"initial_ration": RIVER_INITIAL_RATION,
+                                   "fragment_size": RIVER_FRAGMENT_SIZE, **config}
+    return JiniMuxConfig(**settings)  # type: ignore[arg-type]
+
+
 def make_client(now: float = 0.0, handshake: bool = True, **config: object) -> JiniMuxConnection:
     """A client connection; with ``handshake``, River's server header has been received and the
     client's own header taken from its outbox."""
-    conn = JiniMuxConnection(Role.CLIENT, JiniMuxConfig(**config))  # type: ignore[arg-type]
+    conn = JiniMuxConnection(Role.CLIENT, river_config(**config))
     conn.initiate_connection(now)
     if handshake:
         conn.chunks_to_send()
@@ -43,7 +54,7 @@ def make_client(now: float = 0.0, handshake: bool = True, **config: object) -> J
 def make_server(now: float = 0.0, handshake: bool = True, **config: object) -> JiniMuxConnection:
     """A server connection; with ``handshake``, River's client header has been received and the
     server's header taken from its outbox."""
-    conn = JiniMuxConnection(Role.SERVER, JiniMuxConfig(**config))  # type: ignore[arg-type]
+    conn = JiniMuxConnection(Role.SERVER, river_config(**config))
     conn.initiate_connection(now)
     if handshake:
         conn.receive_data(CLIENT_HEADER, now)
@@ -89,10 +100,8 @@ class Pair:
 
     def __init__(self, client: dict[str, object] | None = None,
                  server: dict[str, object] | None = None) -> None:
-        self.client = JiniMuxConnection(Role.CLIENT,
-                                        JiniMuxConfig(**(client or {})))  # type: ignore[arg-type]
-        self.server = JiniMuxConnection(Role.SERVER,
-                                        JiniMuxConfig(**(server or {})))  # type: ignore[arg-type]
+        self.client = JiniMuxConnection(Role.CLIENT, river_config(**(client or {})))
+        self.server = JiniMuxConnection(Role.SERVER, river_config(**(server or {})))
         self.client_events: list[Event] = []
         self.server_events: list[Event] = []
         #: every message that travelled, in order: ("C", message) or ("S", message)

@@ -17,14 +17,18 @@ import pytest
 import pytest_twisted
 from twisted.internet import defer, protocol, reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP4ServerEndpoint, connectProtocol
-from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
 
-from rsocket_tx.jini import EchoDispatcher, JiniMuxConfig
+from rsocket_tx.jini import JiniMuxConfig
 from rsocket_tx.jini import codec as C
-from rsocket_tx.jini.config import DEFAULT_IDLE_TIMEOUT, DEFAULT_INITIAL_RATION
+from rsocket_tx.jini.config import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_INITIAL_RATION,
+    DEFAULT_MAX_CONNECTION_BUFFER,
+    RIVER_INITIAL_RATION,
+)
 from rsocket_tx.jini.server import Dispatcher, InboundRequest, JiniMuxServerFactory
 
+from .clock_helpers import SHUTDOWN, assert_shut_down_after, server_on_clock
 from .twisted_helpers import wait
 
 aio = pytest_twisted.ensureDeferred
@@ -32,17 +36,6 @@ aio = pytest_twisted.ensureDeferred
 #: the client's connection header (its ration: 0x80 * 256 = 32 KiB)
 HEADER = C.ClientConnectionHeader(0x80).encode()
 RATION = DEFAULT_INITIAL_RATION  # the server's ration per session, bytes
-SHUTDOWN = C.Shutdown(b"").encode()[:1]  # the first byte of a Shutdown message
-
-
-def on_clock(**settings: Any) -> tuple[Any, StringTransport, Clock]:
-    """A server protocol of a JiniMuxServerFactory on a Clock and a StringTransport."""
-    clock = Clock()
-    factory = JiniMuxServerFactory(EchoDispatcher, JiniMuxConfig(**settings), clock)
-    server = factory.buildProtocol(None)
-    transport = StringTransport()
-    server.makeConnection(transport)
-    return server, transport, clock
 
 
 # ----------------------------------------------------------------------------- header wait
@@ -51,7 +44,7 @@ def on_clock(**settings: Any) -> tuple[Any, StringTransport, Clock]:
 @pytest.mark.parametrize("sent", [b"", HEADER[:1], HEADER[:4], HEADER[:7]],
                          ids=["nothing", "1 byte", "half", "7 bytes"])
 def test_a_connection_without_a_whole_header_is_closed_at_the_handshake_timeout(sent):
-    server, transport, clock = on_clock(handshake_timeout=2_000)
+    server, transport, clock = server_on_clock(handshake_timeout=2_000)
     if sent:
         server.dataReceived(sent)
     clock.advance(1.999)
@@ -63,7 +56,7 @@ def test_a_connection_without_a_whole_header_is_closed_at_the_handshake_timeout(
 
 
 def test_the_default_header_wait_is_15_seconds():
-    server, transport, clock = on_clock()
+    server, transport, clock = server_on_clock()
     clock.advance(14.999)
     assert not transport.disconnecting
     clock.advance(0.001)
@@ -71,7 +64,7 @@ def test_the_default_header_wait_is_15_seconds():
 
 
 def test_a_whole_header_in_time_ends_the_header_wait():
-    server, transport, clock = on_clock(handshake_timeout=2_000, idle_timeout=0)
+    server, transport, clock = server_on_clock(handshake_timeout=2_000, idle_timeout=0)
     server.dataReceived(HEADER[:4])
     clock.advance(1.5)
     server.dataReceived(HEADER[4:])
@@ -84,7 +77,7 @@ def test_a_whole_header_in_time_ends_the_header_wait():
 
 
 def test_a_connection_with_no_session_is_shut_down_at_the_idle_timeout():
-    server, transport, clock = on_clock(idle_timeout=3_000)
+    server, transport, clock = server_on_clock(idle_timeout=3_000)
     server.dataReceived(HEADER)
     transport.clear()
     clock.advance(2.999)
@@ -95,22 +88,18 @@ def test_a_connection_with_no_session_is_shut_down_at_the_idle_timeout():
 
 
 def test_the_idle_timeout_counts_from_the_end_of_the_last_session():
-    server, transport, clock = on_clock(idle_timeout=3_000)
+    server, transport, clock = server_on_clock(idle_timeout=3_000)
     server.dataReceived(HEADER + C.Data(0, b"ping", open=True).encode())  # no eof yet
     clock.advance(10)  # a session in progress: not idle however long it takes
     assert server.is_open and not transport.disconnecting
     server.dataReceived(C.Data(0, b"", eof=True).encode())  # the request ends
     clock.advance(0)  # (the echo's response goes out)
     assert server.connection.active_sessions == 0
-    transport.clear()
-    clock.advance(2.999)
-    assert not transport.disconnecting
-    clock.advance(0.001)
-    assert transport.value()[:1] == SHUTDOWN and transport.disconnecting
+    assert_shut_down_after(transport, clock, 3)
 
 
 def test_a_new_session_restarts_the_idle_timer():
-    server, transport, clock = on_clock(idle_timeout=3_000)
+    server, transport, clock = server_on_clock(idle_timeout=3_000)
     server.dataReceived(HEADER)
     clock.advance(2)
     server.dataReceived(C.Data(0, b"x", open=True, eof=True).encode())  # opened and done
@@ -122,7 +111,7 @@ def test_a_new_session_restarts_the_idle_timer():
 
 
 def test_idle_timeout_0_keeps_an_idle_connection():
-    server, transport, clock = on_clock(idle_timeout=0)
+    server, transport, clock = server_on_clock(idle_timeout=0)
     server.dataReceived(HEADER)
     clock.advance(DEFAULT_IDLE_TIMEOUT * 10 / 1000)
     assert server.is_open and not transport.disconnecting
@@ -199,6 +188,12 @@ async def raw_client(port: Any) -> RawClient:
     return raw
 
 
+def session_filled(sid: int, n: int) -> bytes:
+    """Data messages opening session ``sid`` with ``n`` bytes (at most 65,535 per message)."""
+    return b"".join(C.Data(sid, b"r" * min(65_535, n - pos), open=not pos).encode()
+                    for pos in range(0, n, 65_535))
+
+
 def held(factory: JiniMuxServerFactory) -> int:
     """Bytes of request data the server holds for its applications (received, not read)."""
     return sum(request.body.buffered for server in factory.protocols
@@ -224,15 +219,15 @@ async def hoard():
 @aio
 async def test_128_sessions_each_filled_to_the_ration_hold_128_rations_and_no_more(hoard):
     """The most one connection's sessions can make the server hold: every session id
-    (0..127) opened, each sent its whole ration, nothing read: 128 x 32 KiB = 4 MiB. One byte
-    more on any session is Data past the ration: a violation, the connection ends."""
+    (0..127) opened, each sent its whole ration, nothing read: 128 x 128 KiB = 16 MiB (the
+    default max_connection_buffer, never passed by a peer that keeps to its rations). One
+    byte more on any session is Data past the ration: a violation, the connection ends."""
     port, requests, factory = await hoard()
     raw = await raw_client(port)
-    body = b"r" * RATION
-    raw.transport.write(b"".join(C.Data(sid, body, open=True).encode() for sid in range(128)))
+    raw.transport.write(b"".join(session_filled(sid, RATION) for sid in range(128)))
     await raw.sync(1)
     assert len(requests) == 128
-    assert held(factory) == 128 * RATION == 4 * 1024 * 1024
+    assert held(factory) == 128 * RATION == 16 * 1024 * 1024 == DEFAULT_MAX_CONNECTION_BUFFER
     server = next(iter(factory.protocols))
     assert server.connection.session(7).inbound.available == 0  # no ration left to grant
     lost = server.when_lost()
@@ -247,8 +242,7 @@ async def test_128_sessions_each_filled_to_the_ration_hold_128_rations_and_no_mo
 async def test_sessions_past_max_sessions_are_refused_and_hold_nothing(hoard):
     port, requests, factory = await hoard(max_sessions=4)
     raw = await raw_client(port)
-    body = b"r" * RATION
-    raw.transport.write(b"".join(C.Data(sid, body, open=True).encode() for sid in range(6)))
+    raw.transport.write(b"".join(session_filled(sid, RATION) for sid in range(6)))
     await raw.sync(2)
     assert len(requests) == 4 and held(factory) == 4 * RATION
     # sessions 4 and 5: refused with an Abort without the partial flag (the client may retry)
@@ -287,8 +281,8 @@ async def test_with_an_unlimited_ration_max_connection_buffer_bounds_the_connect
 
 def test_a_partial_message_is_held_whole_then_judged():
     """Before a Data message is complete the decoder holds it (at most 4 + 65,535 bytes);
-    complete, a body past the ration is a violation."""
-    server, transport, clock = on_clock()
+    complete, a body past the ration (River's 32 KiB here) is a violation."""
+    server, transport, clock = server_on_clock(initial_ration=RIVER_INITIAL_RATION)
     server.dataReceived(HEADER + C.Data(0, b"", open=True).encode())
     server.dataReceived(b"\x80\x00\xff\xff" + b"x" * 65_534)  # one byte short
     assert server.is_open

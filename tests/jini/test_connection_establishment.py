@@ -18,6 +18,7 @@ from .conn_helpers import (
     assert_violation,
     make_client,
     make_server,
+    river_config,
     sent_bytes,
 )
 
@@ -25,8 +26,11 @@ from .conn_helpers import (
 def test_client_sends_its_header_first() -> None:
     """"the client must first send a ClientConnectionHeader message"."""
     client = JiniMuxConnection(Role.CLIENT)
-    assert sent_bytes(client) == bytes.fromhex("4a6d7578 01 0080 00")
+    # our default ration, 131,072 bytes: initialRation 0x0200
+    assert sent_bytes(client) == bytes.fromhex("4a6d7578 01 0200 00")
     assert client.state is ConnectionState.HANDSHAKE
+    river = JiniMuxConnection(Role.CLIENT, river_config())
+    assert sent_bytes(river) == bytes.fromhex("4a6d7578 01 0080 00")  # River's own header
 
 
 def test_server_waits_for_the_client_header_then_sends_its_own() -> None:

@@ -160,7 +160,7 @@ def test_unlimited_ration_and_a_large_one():
     (["--fragment-size", "0"], "--fragment-size: must be an integer in [1, 65535]"),
     (["--fragment-size", "65536"], "--fragment-size: must be an integer in [1, 65535]"),
     (["--max-sessions", "129"], "--max-sessions: must be an integer in [1, 128]"),
-    (["--max-session-buffer", "100"], "--max-session-buffer: must be an integer in [32768,"),
+    (["--max-session-buffer", "100"], "--max-session-buffer: must be an integer in [131072,"),
     (["--handshake-timeout", "0"], "--handshake-timeout: must be an integer in [1,"),
     (["--drain-timeout", "-1"], "--drain-timeout: must be at least 0"),
     (["--listen", "nope:9000"], "--listen: invalid server endpoint 'nope:9000'"),

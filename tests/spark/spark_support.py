@@ -137,12 +137,12 @@ def flight(i: int, shard: int = 0) -> dict:
 
 def _gap_responder_class():
     from rsocket_tx import InvalidError, Payload, Responder, route
-    from rsocket_tx.streamlog import OFFSET_METADATA_PREFIX, StreamLog
+    from rsocket_tx.streamlog import OFFSET_METADATA_PREFIX, StreamLog, encode_batch
 
     class GapResponder(Responder):
-        """``log.offsets`` and ``log.read`` over a StreamLog file, with one record left out of
-        a read of topics named ``gaponce*`` (first read of each shard only) and
-        ``gapalways*`` (every read)."""
+        """``log.offsets``, ``log.read`` and ``log.read.batch`` over a StreamLog file, with one
+        record left out of a read of topics named ``gaponce*`` (first read of each shard only)
+        and ``gapalways*`` (every read)."""
 
         db = ""
         reads: dict = {}
@@ -156,6 +156,17 @@ def _gap_responder_class():
 
         @route("log.read", interaction="request_stream")
         def read(self, request):
+            return [Payload(data, OFFSET_METADATA_PREFIX + off.to_bytes(8, "big"))
+                    for off, data in self._records(request)]
+
+        @route("log.read.batch", interaction="request_stream")
+        def read_batch(self, request):
+            # one record per batch, so that the left-out record shows as a gap between batches
+            return [Payload(encode_batch(off, [data]))
+                    for off, data in self._records(request)]
+
+        def _records(self, request):
+            """The (offset, data) of the request's range, one left out if the topic says so."""
             d = request.data
             topic, shard, start = d["topic"], d["shard"], d["from"]
             log = StreamLog.shared(self.db)
@@ -169,8 +180,8 @@ def _gap_responder_class():
                 skip = start + 1
                 with open(self.db + ".gaps", "a") as f:
                     f.write(f"{topic} {shard} {start}\n")
-            return [Payload(data, OFFSET_METADATA_PREFIX + off.to_bytes(8, "big"))
-                    for off, data in log.read(topic, shard, start, stop) if off != skip]
+            return [(off, data) for off, data in log.read(topic, shard, start, stop)
+                    if off != skip]
 
     return GapResponder
 

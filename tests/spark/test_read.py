@@ -9,6 +9,7 @@ import pytest
 from spark_support import flight, publish
 
 import pyspark_rsocket
+from rsocket_tx.streamlog import offset_of
 
 JSON_SCHEMA = ("id bigint, carrier string, dep_delay double, tags array<string>, "
                "nested struct<k: bigint>, missing string, _shard int, _offset bigint, "
@@ -32,7 +33,6 @@ def test_format_found_without_register(spark, log_server):
     assert [(bytes(r.data), r.shard, r.offset) for r in rows] == \
         [(b"a", 0, 0), (b"b", 0, 1), (b"c", 0, 2)]
     # the metadata column is the payload's metadata: the offset entry of the protocol
-    from rsocket_tx.streamlog import offset_of
     assert [offset_of(bytes(r.metadata)) for r in rows] == [0, 1, 2]
 
 
@@ -121,22 +121,58 @@ def test_generic_route_mode(spark, log_server):
         sorted([b"r%d" % i for i in range(2, 7)] * 2)
 
 
-def test_gap_fails_the_task_and_retry_succeeds(spark, log_server):
+# batchBytes=0: log.read, one record per payload; default: log.read.batch
+GAP_BATCH_BYTES = {"single": "0", "batches": "262144"}
+
+
+def gap_reader(spark, log_server, topic, kind):
+    return reader(spark, [log_server.gap_endpoint], topic=topic,
+                  batchBytes=GAP_BATCH_BYTES[kind]).load()
+
+
+@pytest.mark.parametrize("kind", GAP_BATCH_BYTES)
+def test_gap_fails_the_task_and_retry_succeeds(spark, log_server, kind):
     """The first read of the shard leaves out offset 1: the task fails (OffsetGapError) and
     Spark's retry reads every row exactly once."""
-    publish(log_server.gap_db, "gaponce-batch", [b"%d" % i for i in range(20)])
-    df = reader(spark, [log_server.gap_endpoint], topic="gaponce-batch").load()
-    rows = df.collect()
+    topic = f"gaponce-batch-{kind}"
+    publish(log_server.gap_db, topic, [b"%d" % i for i in range(20)])
+    rows = gap_reader(spark, log_server, topic, kind).collect()
     assert sorted(r.offset for r in rows) == list(range(20))
-    assert "gaponce-batch 0 0" in log_server.gaps()
+    assert [bytes(r.data) for r in sorted(rows, key=lambda r: r.offset)] == \
+        [b"%d" % i for i in range(20)]
+    assert f"{topic} 0 0" in log_server.gaps()
 
 
-def test_permanent_gap_fails_the_query(spark, log_server):
-    publish(log_server.gap_db, "gapalways-batch", [b"%d" % i for i in range(20)])
-    df = reader(spark, [log_server.gap_endpoint], topic="gapalways-batch").load()
+@pytest.mark.parametrize("kind", GAP_BATCH_BYTES)
+def test_permanent_gap_fails_the_query(spark, log_server, kind):
+    topic = f"gapalways-batch-{kind}"
+    publish(log_server.gap_db, topic, [b"%d" % i for i in range(20)])
+    df = gap_reader(spark, log_server, topic, kind)
     with pytest.raises(Exception, match="offset gap: expected offset 1, got 2"):
         df.collect()
-    assert log_server.gaps().count("gapalways-batch 0 0") == 4  # local[2,4]: 4 attempts
+    assert log_server.gaps().count(f"{topic} 0 0") == 4  # local[2,4]: 4 attempts
+
+
+def test_record_batches_and_single_records_read_the_same_rows(spark, log_server):
+    """log.read.batch (default, and batches of a few records) and log.read (batchBytes=0)
+    give the same rows and offsets, binary records with LF bytes inside included."""
+    binary = [b"line %d\n" % i * (i % 3) for i in range(300)] + [b"\n\n", b"z" * 5000]
+    publish(log_server.dbs[0], "batched-bin", binary)
+    flights = [flight(i) for i in range(700)]
+    publish(log_server.dbs[0], "batched-json", flights)
+    schema = "id bigint, carrier string, _offset bigint"
+    for batch_bytes in ("262144", "100", "0"):
+        df = reader(spark, log_server.endpoints[:1], topic="batched-bin",
+                    batchBytes=batch_bytes).load()
+        rows = df.orderBy("offset").collect()
+        assert [(bytes(r.data), r.offset) for r in rows] == \
+            [(d, i) for i, d in enumerate(binary)], batch_bytes
+        # the metadata column is log.read's offset metadata either way
+        assert [offset_of(bytes(r.metadata)) for r in rows] == list(range(302)), batch_bytes
+        df = reader(spark, log_server.endpoints[:1], topic="batched-json", format="json",
+                    batchBytes=batch_bytes, maxRowsPerPartition=300).schema(schema).load()
+        assert [(r.id, r._offset) for r in df.orderBy("_offset").collect()] == \
+            [(i, i) for i in range(700)], batch_bytes
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -151,6 +187,8 @@ def test_permanent_gap_fails_the_query(spark, log_server):
     ({"endpoints": "E", "topic": "t", "startingOffsets": "{"}, "'startingOffsets' must be"),
     ({"endpoints": "E", "topic": "t", "bogus": "1"}, "unknown rsocket read option"),
     ({"endpoints": "E", "topic": "t", "format": "json"}, "needs a schema"),
+    ({"endpoints": "E", "topic": "t", "batchBytes": "63"}, "'batchBytes' must be 0 or"),
+    ({"endpoints": "E", "topic": "t", "batchBytes": "lots"}, "'batchBytes' must be 0 or"),
 ])
 def test_bad_options_name_the_option(spark, log_server, options, message):
     options = {k: (log_server.endpoint if v == "E" else v) for k, v in options.items()}

@@ -187,6 +187,9 @@ SCHEMA = StructType([StructField("id", LongType()), StructField("name", StringTy
     ({"endpoint": "e", "topic": "t", "sinkId": ""}, "'sinkId' must not be empty"),
     ({"endpoint": "e", "topic": "t", "timeout": "0"}, "'timeout' must be a positive"),
     ({"endpoint": "e", "topic": "t", "format": "binary"}, "needs a column 'data'"),
+    ({"endpoint": "e", "topic": "t", "batchBytes": "63"}, "'batchBytes' must be 0"),
+    ({"endpoint": "e", "topic": "t", "batchBytes": "many"}, "'batchBytes' must be 0"),
+    ({"endpoint": "e", "topic": "t", "batchBytes": str(2**23 + 1)}, "'batchBytes' must be 0"),
 ])
 def test_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
@@ -220,11 +223,15 @@ def test_bad_option_fails_on_the_driver(spark, log_server):
 # -- batch writes -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_batch_write(spark, log_server, mode):
+@pytest.mark.parametrize("mode, batch_bytes", [(m, "262144") for m in MODES]
+                         + [(m, "0") for m in MODES] + [("exactly-once", "100")])
+def test_batch_write(spark, log_server, mode, batch_bytes):
+    """Record batches (the default), one row per payload (batchBytes=0: log.append/log.stage),
+    and batches of 2 or 3 rows (100 bytes): the same rows arrive, once each."""
     topic = topic_name()
     numbers(spark, 30_000, 4).write.format("rsocket").mode("append") \
-        .options(**sink_options(log_server, topic, mode, shard="1")).save()
+        .options(**sink_options(log_server, topic, mode, shard="1",
+                                batchBytes=batch_bytes)).save()
     assert records(log_server, topic, 0) == []
     got = [json.loads(r) for r in records(log_server, topic, 1)]
     assert len(got) == 30_000
@@ -470,3 +477,55 @@ def test_channel_feed_failure_both_ways():
     feed.close(ConnectionError("responder gone"))  # the channel ended: the task stops
     with pytest.raises(ConnectionError, match="responder gone"):
         feed.put([1], timeout=1)
+
+
+def test_rows_are_packed_into_bounded_record_batches():
+    from pyspark_rsocket._runtime import _batch_payloads
+    from rsocket_tx.streamlog import decode_batch
+
+    rows = [b"r%03d" % i for i in range(100)] + [b"x" * 500] + [b"", b"a\nb"]
+    payloads = _batch_payloads(rows, 100)
+    # 100 bytes hold 12 + 9 x (4 + 5) = 93: 9 rows of 4 bytes per batch; 500 bytes alone
+    assert [len(decode_batch(p.data)[1]) for p in payloads[:11]] == [9] * 11
+    assert all(len(p.data) <= 100 for p in payloads if b"x" * 500 not in p.data)
+    assert sum(b"x" * 500 in p.data for p in payloads) == 1
+    assert all(decode_batch(p.data)[0] == 0 for p in payloads)  # a sink batch's first offset
+    assert [r for p in payloads for r in decode_batch(p.data)[1]] == rows
+    assert _batch_payloads([], 100) == []
+
+
+def test_json_rows_are_encoded_column_by_column_as_before():
+    """The Arrow-compute JSON encoder gives the row-by-row encoder's bytes (golden rows written
+    by hand): escaping, NaN/inf as null, float32 as its double, ISO 8601 times, nested values
+    and maps."""
+    import pyarrow as pa
+
+    from pyspark_rsocket.writer import _encoder
+
+    batch = pa.RecordBatch.from_pydict({
+        "i": pa.array([1, None, -7], pa.int64()),
+        "d": pa.array([2.0, float("nan"), 0.1], pa.float64()),
+        "f": pa.array([0.5, float("inf"), None], pa.float32()),
+        "b": pa.array([True, False, None]),
+        "s": pa.array(['plain', None, 'é "q"\n\\']),
+        "ts": pa.array([datetime.datetime(2013, 1, 1, 5, 15, 1), None,
+                        datetime.datetime(1999, 12, 31, 23, 59, 59, 250_000)],
+                       pa.timestamp("us", tz="UTC")),
+        "day": pa.array([datetime.date(2013, 1, 2), None, datetime.date(2000, 2, 29)]),
+        "m": pa.array([[("k", 1)], None, []], pa.map_(pa.string(), pa.int64())),
+        "l": pa.array([[1.5, None], [], None], pa.list_(pa.float64())),
+    })
+    got = _encoder("json")(batch)
+    assert got == [
+        b'{"i":1,"d":2.0,"f":0.5,"b":true,"s":"plain","ts":"2013-01-01T05:15:01+00:00",'
+        b'"day":"2013-01-02","m":{"k":1},"l":[1.5,null]}',
+        b'{"i":null,"d":null,"f":null,"b":false,"s":null,"ts":null,"day":null,"m":null,'
+        b'"l":[]}',
+        '{"i":-7,"d":0.1,"f":null,"b":null,"s":"é \\"q\\"\\n\\\\","ts":'
+        '"1999-12-31T23:59:59.250000+00:00","day":"2000-02-29","m":{},"l":null}'.encode(),
+    ]
+    # numbers Arrow prints with an exponent stay valid JSON with the same value
+    wide = pa.RecordBatch.from_pydict({"x": pa.array([1e300, 1.5e-7, -0.0, 1e16, 123456.0])})
+    assert [json.loads(r)["x"] for r in _encoder("json")(wide)] == \
+        [1e300, 1.5e-7, -0.0, 1e16, 123456.0]
+    assert _encoder("json")(wide)[4] == b'{"x":123456.0}'
