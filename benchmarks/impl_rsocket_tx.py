@@ -7,10 +7,11 @@ error result), so the harness shows "n/a" in the rsocket_tx cells instead of cra
 Usage mirrors what an application does: ``serve()`` with a ``Responder`` subclass,
 ``connect()``, ``RSocket.request_response`` with Deferred callbacks (each reply's callback
 issues the next request, as the raw Twisted client does),
-``fire_and_forget`` (awaiting the Deferred of the last message of each batch of 1000, then
-yielding one reactor turn), and ``request_stream(..., prefetch=...)`` consumed with
-``async for``. The transport (``BENCH_TRANSPORT``: tcp, tls, ws, wss) is an endpoint object:
-Twisted's TCP/SSL endpoints, wrapped in ``rsocket_tx.websocket``'s endpoints for ws/wss.
+``fire_and_forget_many`` (the bulk form of ``fire_and_forget``: each batch of 1000 messages
+in one call, awaiting its Deferred, then yielding one reactor turn), and
+``request_stream(..., prefetch=...)`` consumed with ``async for``. The transport
+(``BENCH_TRANSPORT``: tcp, tls, ws, wss) is an endpoint object: Twisted's TCP/SSL endpoints,
+wrapped in ``rsocket_tx.websocket``'s endpoints for ws/wss.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from benchmarks.common import (
 UNAVAILABLE_PREFIX = "rsocket_tx not importable: "
 #: rsocket_tx's default request-stream window up front (rsocket_tx.streams.DEFAULT_PREFETCH)
 DEFAULT_PREFETCH = 256
+#: fire-and-forget messages per fire_and_forget_many call (the workload's batch)
+_FNF_BATCH = 1000
 
 
 def _import():
@@ -154,10 +157,33 @@ def _request_response_load(request_response, request, load, inflight: int):
     return done
 
 
-async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float,
-               state: dict) -> bench.RunResult:
+async def _fire_and_forget_load(reactor, rs, payload_class, spec: Spec, count: int,
+                                deadline, state: dict) -> bench.RunResult:
+    """The "fnf" workload (:func:`benchmarks.common.fire_and_forget_run`'s, in bulk): each
+    batch of 1000 in one ``fire_and_forget_many`` call (one REQUEST_FNF frame per message on
+    the wire, as ``fire_and_forget`` sends them; one Deferred per batch), awaited until
+    written, then one reactor turn; then COUNT_QUERY request-responses until the server has
+    received them all."""
     from twisted.internet.task import deferLater
 
+    batch = [payload_class(b"x" * spec.size)] * _FNF_BATCH
+    sent = 0
+    while sent < count:
+        k = min(_FNF_BATCH, count - sent)
+        await rs.fire_and_forget_many(batch if k == _FNF_BATCH else batch[:k])
+        sent += k
+        if deadline.passed():
+            break
+        await deferLater(reactor, 0, lambda: None)
+    state["fnf_expected"] += sent
+    query = payload_class(bench.COUNT_QUERY)
+    while int((await rs.request_response(query)).data) < state["fnf_expected"]:
+        pass
+    return bench.RunResult(sent, sent * spec.size, deadline.elapsed(), sent == count)
+
+
+async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float,
+               state: dict) -> bench.RunResult:
     deadline = bench.Deadline(budget)
     if spec.kind == "rr":
         load = bench.RequestResponseLoad(count, deadline)
@@ -185,10 +211,8 @@ async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float
         return bench.RunResult(items, nbytes, deadline.elapsed(), complete)
 
     if spec.kind == "fnf":
-        # after each batch, a reactor turn lets the transport flush
-        return await bench.fire_and_forget_run(
-            rs.fire_and_forget, rs.request_response, payload_class,
-            spec, count, deadline, state, pause=lambda: deferLater(reactor, 0, lambda: None))
+        return await _fire_and_forget_load(reactor, rs, payload_class, spec, count, deadline,
+                                           state)
 
     raise ValueError(f"unknown workload kind {spec.kind!r}")
 

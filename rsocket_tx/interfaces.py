@@ -260,6 +260,10 @@ class IRequesterHost(Interface):
     def fire_and_forget(payload):
         """Fire-and-forget: a Deferred firing once the frame is handed to the transport."""
 
+    def fire_and_forget_many(payloads):
+        """Fire-and-forget each of a list of Payloads, in order: one Deferred firing once
+        every frame is handed to the transport."""
+
     def metadata_push(metadata: bytes):
         """METADATA_PUSH: a Deferred firing once the frame is handed to the transport."""
 

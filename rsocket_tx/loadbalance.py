@@ -550,6 +550,23 @@ class LoadbalanceRSocket:
         return self.when_available().addCallback(
             lambda t: t.client.fire_and_forget(payload, **options))
 
+    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred:
+        """Fire-and-forget each of ``payloads``, in order, all on one target (see
+        :meth:`RSocket.fire_and_forget_many
+        <rsocket_tx.requester.RSocket.fire_and_forget_many>`); waits for a target as
+        :meth:`request_response` does.
+
+        :param payloads: an iterable of Payloads or values (taken whole at the call).
+        :raises NoAvailableTargetError: the balancer is closed.
+        """
+        self._check_open()
+        batch = list(payloads)
+        target = self._pick()
+        if target is not None:
+            return target.client.fire_and_forget_many(batch, **options)
+        return self.when_available().addCallback(
+            lambda t: t.client.fire_and_forget_many(batch, **options))
+
     def metadata_push(self, metadata: bytes) -> Deferred:
         """METADATA_PUSH to one target (as rsocket-java's balancer does; see
         :meth:`RSocket.metadata_push <rsocket_tx.requester.RSocket.metadata_push>`).

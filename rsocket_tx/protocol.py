@@ -244,6 +244,7 @@ class RSocketProtocol(MuxProtocol):
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
         self._wakeups: list[RequestStream] = []  # streams to wake once this read is handled
+        self._send_response: Callable[[int, Payload], bool] | None = None  # (make_connection)
         # the requester handle: held by whoever uses it (the application, the responder),
         # referred to weakly here so that it makes no cycle with this protocol
         self._rsocket: weakref.ref[RSocket] | None = None
@@ -335,6 +336,8 @@ class RSocketProtocol(MuxProtocol):
         if send_payloads is not None:
             self.send_items = send_payloads
         self.credit = conn.credit
+        # the responder's hot path of a request-response answer (the 2015 draft's has none)
+        self._send_response = getattr(conn, "send_response", None)
         if self._responder is not None:
             self._responder.rsocket = self.rsocket
             self._give_log(self._responder)
@@ -714,9 +717,11 @@ class RSocketProtocol(MuxProtocol):
                     > self.max_send_buffer_size * 3 // 4 - 16:
                 self._respond(result, sid)  # (large: checked against the send limit)
                 return
-            conn = self._conn
-            if conn.has_stream(sid):
-                conn.send_payload(sid, result, True)
+            send_response = self._send_response
+            if send_response is not None:
+                send_response(sid, result)  # (nothing sent if canceled meanwhile)
+            elif self._conn.has_stream(sid):
+                self._conn.send_payload(sid, result, True)
             return
         d = _as_deferred(result)
         if d is None:
@@ -825,7 +830,10 @@ class RSocketProtocol(MuxProtocol):
                                stream_id=sid, why=str(exc))
                 self._conn.send_error(sid, E.ApplicationError(str(exc)))
                 return
-            self._conn.send_payload(sid, payload, complete=True)
+            if self._send_response is not None:
+                self._send_response(sid, payload)  # (the hot path when it applies)
+            else:
+                self._conn.send_payload(sid, payload, complete=True)
 
     def _respond_error(self, failure: Failure, sid: int) -> None:
         if self._conn.has_stream(sid):
@@ -1129,6 +1137,23 @@ class RSocketProtocol(MuxProtocol):
         d = Deferred()
         self._written.append(d)
         self.flush_soon()
+        return d
+
+    def fire_and_forget_many(self, payloads: list[Payload]) -> Deferred:
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            self._check_open()  # (raises)
+        many = getattr(conn, "fire_and_forget_many", None)  # (the 2015 draft's has none)
+        try:
+            if many is not None:
+                many(payloads)
+            else:
+                for payload in payloads:
+                    conn.fire_and_forget(payload)
+        finally:
+            self.flush_soon()  # (what was queued before an error goes out too)
+        d = Deferred()  # one for the batch
+        self._written.append(d)
         return d
 
     def metadata_push(self, metadata: bytes) -> Deferred:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import enum
 import random as _random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet.defer import CancelledError, Deferred, fail
@@ -515,6 +515,20 @@ class ReconnectingRSocket:
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
         return self._send(lambda rs: rs.fire_and_forget(payload, **options))
+
+    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred:
+        """Fire-and-forget each of ``payloads``, in order (spec §Request Fire-n-Forget), as
+        :meth:`RSocket.fire_and_forget_many
+        <rsocket_tx.requester.RSocket.fire_and_forget_many>`; while disconnected the whole
+        batch waits for the next connection.
+
+        :param payloads: an iterable of Payloads or values (taken whole at the call).
+        :returns: Deferred firing with None once every frame is handed to the transport, or
+            failing with :class:`NotConnectedError` or the connection's error.
+        :raises NotConnectedError: the client is closed, not started or gave up.
+        """
+        batch = list(payloads)
+        return self._send(lambda rs: rs.fire_and_forget_many(batch, **options))
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         """METADATA_PUSH (spec §METADATA_PUSH Frame), as

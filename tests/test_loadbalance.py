@@ -106,6 +106,21 @@ def test_with_no_target_up_a_request_waits_for_the_first_that_connects() -> None
     assert clock.getDelayedCalls() == []  # the wait timers are gone
 
 
+def test_fire_and_forget_many_sends_the_whole_batch_to_one_target() -> None:
+    lb, connectors, clock = balancer(wait_timeout=1000)
+    waiting = lb.fire_and_forget_many(iter([b"1", b"2"]))  # no target yet: it waits
+    rs = connect_all(connectors)
+    assert waiting.called
+    sent = lb.fire_and_forget_many([b"3", b"4", b"5"], route="r")
+    assert sent.called
+    where = {bytes(b"".join(r[1])): (key, r[0], r[2]) for key, one in rs.items()
+             for r in one.requests}
+    assert set(where) == {b"12", b"345"}  # each batch whole, on one target
+    assert where[b"12"][1:] == ("fire_and_forget_many", {})
+    assert where[b"345"][1:] == ("fire_and_forget_many", {"route": "r"})
+    assert where[b"12"][0] != where[b"345"][0]  # round robin: the next batch, the next target
+
+
 def test_with_no_target_up_a_request_fails_after_wait_timeout_naming_each_last_error() -> None:
     lb, connectors, clock = balancer(("a", "b"), wait_timeout=300)
     connectors["a"].refuse()

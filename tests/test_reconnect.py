@@ -76,6 +76,10 @@ class FakeRSocket:
         self.requests.append(("fire_and_forget", payload, options, None))
         return defer.succeed(None)
 
+    def fire_and_forget_many(self, payloads, **options):
+        self.requests.append(("fire_and_forget_many", payloads, options, None))
+        return defer.succeed(None)
+
     def metadata_push(self, metadata):
         self.requests.append(("metadata_push", metadata, {}, None))
         return defer.succeed(None)
@@ -274,14 +278,17 @@ def test_a_request_made_during_a_gap_waits_and_goes_out_on_the_next_connection()
     first = rc.request_response(b"1")
     second = rc.fire_and_forget(b"2")
     third = rc.metadata_push(b"3")
-    assert not first.called and not second.called
+    fourth = rc.fire_and_forget_many(iter([b"4", b"5"]), route="r")  # taken whole at the call
+    assert not first.called and not second.called and not fourth.called
     clock.advance(0.1)
     rs = connector.succeed()
     assert [(r[0], r[1]) for r in rs.requests] == [
-        ("request_response", b"1"), ("fire_and_forget", b"2"), ("metadata_push", b"3")]
+        ("request_response", b"1"), ("fire_and_forget", b"2"), ("metadata_push", b"3"),
+        ("fire_and_forget_many", [b"4", b"5"])]
+    assert rs.requests[3][2] == {"route": "r"}
     rs.requests[0][3].callback(Payload(b"one"))
     assert first.result == Payload(b"one")
-    assert second.called and third.called
+    assert second.called and third.called and fourth.called
     assert clock.getDelayedCalls() == []  # the wait timers are gone
 
 

@@ -39,7 +39,7 @@ ERROR[REJECTED]). With leases off a request costs one ``is not None`` check more
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from struct import Struct
 from typing import Literal
 
@@ -108,6 +108,7 @@ _PAYLOAD = int(FrameType.PAYLOAD)
 _PREFIXED_HEADER = Struct(">BHIH")  # 24-bit length prefix (as 8 + 16 bits), stream id, type+flags
 _U24 = Struct(">BH")
 _FCN = FLAG_FOLLOWS | FLAG_COMPLETE | FLAG_NEXT
+_FOLLOWS_OR_METADATA = FLAG_FOLLOWS | FLAG_METADATA
 _NEXT_COMPLETE = FLAG_NEXT | FLAG_COMPLETE
 _NO_COPY_SIZE = 16384  # bytes of data above which a frame's header and data are queued apart
 _STREAM_ZERO = b"\x00\x00\x00\x00"
@@ -119,6 +120,8 @@ CHANNEL = FrameType.REQUEST_CHANNEL
 # the type bits of REQUEST_RESPONSE and REQUEST_FNF, no flags (their hot paths)
 _RESPONSE_TYPE = int(RESPONSE) << 10
 _FNF_TYPE = int(FNF) << 10
+# a request-response's answer: PAYLOAD with N|C
+_RESPONSE_PAYLOAD_TYPE = (_PAYLOAD << 10) | FLAG_NEXT | FLAG_COMPLETE
 _SETUP_ERROR_CODES = frozenset({E.ErrorCode.INVALID_SETUP, E.ErrorCode.UNSUPPORTED_SETUP,
                                 E.ErrorCode.REJECTED_SETUP, E.ErrorCode.REJECTED_RESUME})
 
@@ -262,6 +265,13 @@ class RSocketConnection:
         self._streams: StreamTable[_Stream] = StreamTable(config.max_concurrent_streams,
                                                           is_local=self._ids.is_local)
         self._frame_logger = frame_logger
+        # the request-responses we sent on the hot path whose answer has not come: bare ids,
+        # no _Stream, as long as nothing but their answer happens to them (_stream turns one
+        # into a full stream on demand: a fragment, an ERROR, a cancel, a graceful close)
+        self._awaiting: set[int] = set()
+        # likewise the requests for a response the peer sent us that our responder has still to
+        # answer (they count against max_concurrent_streams as remote streams)
+        self._serving: set[int] = set()
         self.setup: SetupFrame | None = None
         self.closed_error: E.RSocketError | None = None
         self._now = now
@@ -292,6 +302,13 @@ class RSocketConnection:
         # and what we granted the peer
         self._lease: RequesterLease | None = None
         self._granted: ResponderLease | None = None
+        # the largest request frame (bytes) the request hot path builds itself, -1 for none:
+        # recomputed by _update_fast whenever one of its inputs changes (see there)
+        self._fast_size = -1
+        self._state = _AWAIT_SETUP
+        #: False once the connection has closed (locally or by the peer); kept with the
+        #: state (a plain attribute: read on every request)
+        self.is_open = True
         # the frame-type table holds functions, not methods bound to this connection: no
         # reference cycle, so a closed connection is freed by reference counting alone
         cls = type(self)
@@ -330,15 +347,35 @@ class RSocketConnection:
     # ---------------------------------------------------------------------------- properties
 
     @property
-    def is_open(self) -> bool:
-        """False once the connection has closed (locally or by the peer)."""
-        return self.state != _CLOSED
+    def state(self) -> int:
+        """The connection's lifecycle state (a module-level constant; internal)."""
+        return self._state
+
+    @state.setter
+    def state(self, state: int) -> None:
+        self._state = state
+        self.is_open = state != _CLOSED
+        self._update_fast()
+
+    def _update_fast(self) -> None:
+        """Recompute when the request hot paths (:meth:`request_response`,
+        :meth:`fire_and_forget`) may build a frame themselves: an open connection that is not
+        closing, over a byte stream, with no lease, no resumption and no frame logger; then
+        for a request of up to ``_fast_size`` bytes (the frame limit, and no more than the
+        size above which data is queued uncopied) without metadata. Called whenever the
+        state, the graceful close, the lease or the resumption changes (the transport kind
+        and the frame logger are fixed at construction)."""
+        if self._state == _OPEN and not self._closing and self._lease is None and \
+                self._prefixed and self._frame_logger is None and self.resume_buffer is None:
+            self._fast_size = min(self._limit, _NO_COPY_SIZE)
+        else:
+            self._fast_size = -1
 
     @property
     def is_established(self) -> bool:
         """True while the connection is set up (or resumed) and carries streams: not waiting
         for SETUP or RESUME_OK, not detached, not closed."""
-        return self.state == _OPEN
+        return self._state == _OPEN
 
     @property
     def is_resumable(self) -> bool:
@@ -350,7 +387,7 @@ class RSocketConnection:
     def is_detached(self) -> bool:
         """True while a resumable connection has no working transport: detached, or (client)
         waiting for RESUME_OK on a new one."""
-        return self.state == _DETACHED or self.state == _RESUMING
+        return self._state == _DETACHED or self._state == _RESUMING
 
     @property
     def sent_position(self) -> int:
@@ -366,7 +403,7 @@ class RSocketConnection:
     @property
     def is_closing(self) -> bool:
         """True while a graceful close waits for open streams (see :meth:`begin_close`)."""
-        return self._closing and self.state != _CLOSED
+        return self._closing and self._state != _CLOSED
 
     @property
     def inbound_buffered(self) -> int:
@@ -384,13 +421,13 @@ class RSocketConnection:
     @property
     def stream_count(self) -> int:
         """Streams currently open on this connection."""
-        return len(self._streams)
+        return len(self._streams) + len(self._awaiting) + len(self._serving)
 
     @property
     def peer_stream_count(self) -> int:
         """Streams the peer opened that are still open (what ``max_concurrent_streams``
         bounds)."""
-        return self._streams.remote
+        return self._streams.remote + len(self._serving)
 
     @property
     def lease_enabled(self) -> bool:
@@ -421,18 +458,42 @@ class RSocketConnection:
         (:class:`~rsocket_tx.core.lease.LeaseStats`, ``active_streams`` = the streams the
         peer has open towards us), or None without leases."""
         granted = self._granted
-        return None if granted is None else granted.stats(self._now, self._streams.remote)
+        return None if granted is None else granted.stats(self._now, self.peer_stream_count)
 
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is an open stream."""
-        return self._streams.get(stream_id) is not None  # (the dict's get: no Python call)
+        # (the dict's get and the set's membership: no Python call)
+        return self._streams.get(stream_id) is not None or stream_id in self._awaiting or \
+            stream_id in self._serving
+
+    def _stream(self, stream_id: int) -> _Stream | None:
+        """The open stream ``stream_id``, or None: a request-response held as a bare id
+        (awaiting its answer, or being served) becomes a full stream here (for every path but
+        the answer's)."""
+        s = self._streams.get(stream_id)
+        if s is None:
+            if stream_id in self._awaiting:
+                self._awaiting.remove(stream_id)
+                s = _Stream(stream_id, RESPONSE, True, False, True, None)
+                self._streams.add(s, remote=False)
+            elif stream_id in self._serving:
+                self._serving.remove(stream_id)
+                s = _Stream(stream_id, RESPONSE, False, True, False, None)
+                self._streams.add(s, remote=True)
+        return s
+
+    def _promote_awaiting(self) -> None:
+        """Make every request-response held as a bare id a full stream (a graceful close
+        counts and drains the stream table)."""
+        for stream_id in sorted(self._awaiting | self._serving):
+            self._stream(stream_id)
 
     def credit(self, stream_id: int) -> int:
         """PAYLOADs we may send on ``stream_id`` now (0 for an unknown stream).
 
         Streams whose sending needs no credit (request-response answers) report 1.
         """
-        s = self._streams.get(stream_id)
+        s = self._stream(stream_id)
         if s is None or not s.send_open:
             return 0
         return 1 if s.credit is None else s.credit.available
@@ -523,7 +584,7 @@ class RSocketConnection:
         :raises LocalProtocolError: the connection is configured for a message transport
             (``config.length_prefixed`` false: use :meth:`receive_frame`).
         """
-        state = self.state
+        state = self._state
         if state == _CLOSED or state == _DETACHED:
             return []  # (detached: bytes of a transport already given up)
         if self.read_failure is not None:
@@ -550,6 +611,9 @@ class RSocketConnection:
                 self._received += positioned_size(frames)
         fast = self._frame_logger is None
         get_stream = self._streams.get
+        awaiting = self._awaiting
+        serving = self._serving
+        peer_parity = 0 if self.is_client else 1  # (the ids the peer opens: not 0)
         append = events.append
         batching = self.batch_payloads
         batch: list[Payload] = []
@@ -558,7 +622,7 @@ class RSocketConnection:
             # fast path for the frequent frames (PAYLOAD and the four requests) on an open
             # connection: parsed here with no frame object; anything unusual or malformed takes
             # the full decoder, which reports it.
-            if fast and self.state == _OPEN and len(buf) >= 6:
+            if fast and self._state == _OPEN and len(buf) >= 6:
                 sid, tf = _HEADER.unpack_from(buf, 0)
                 ft = tf >> 10
                 if ft == _PAYLOAD and sid <= MAX_U31:
@@ -567,7 +631,15 @@ class RSocketConnection:
                         # the commonest frames: one whole item in the middle of a stream, or
                         # a whole last item (a request-response's answer)
                         s = get_stream(sid)
-                        if s is not None and s.recv_open and s.reassembly is None:
+                        if s is None and sid in awaiting:
+                            # the answer of a request-response we sent on the hot path
+                            parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
+                            if parts is not None:
+                                awaiting.remove(sid)
+                                self._setup_confirmed = True
+                                append(PayloadReceived(sid, Payload(parts[0], parts[1]), True))
+                                continue
+                        elif s is not None and s.recv_open and s.reassembly is None:
                             parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
                             if parts is not None:
                                 if s.requester:
@@ -583,8 +655,14 @@ class RSocketConnection:
                                         append(PayloadsReceived(sid, batch))
                                         batch_sid, batch_at = sid, len(events)
                                     continue
-                                # complete (a request-response answer is, with or without C)
-                                if self._streams.close_recv(s) and self._closing and \
+                                # complete (a request-response answer is, with or without C):
+                                # our half of a request-response is closed already, so the
+                                # stream ends (one table call)
+                                if s.kind == RESPONSE:
+                                    self._streams.remove(sid)
+                                    if self._closing and not self._streams:
+                                        self._drained()
+                                elif self._streams.close_recv(s) and self._closing and \
                                         not self._streams:
                                     self._drained()
                                 append(PayloadReceived(sid, Payload(parts[0], parts[1]), True))
@@ -594,10 +672,18 @@ class RSocketConnection:
                         self._payload(sid, tf & FLAG_FOLLOWS != 0, tf & FLAG_COMPLETE != 0,
                                       tf & FLAG_NEXT != 0, parts[0], parts[1], events)
                         continue
+                elif ft == 5 and not tf & _FOLLOWS_OR_METADATA and sid & 1 == peer_parity and \
+                        0 < sid <= MAX_U31 and get_stream(sid) is None and sid not in serving and \
+                        self._granted is None and not self._closing:
+                    # a whole fire-and-forget without metadata, as _request takes it when no
+                    # lease or graceful close applies: no stream, one event
+                    self._setup_confirmed = True
+                    append(RequestReceived(sid, FNF, Payload(buf[6:], None), 0, False))
+                    continue
                 elif 4 <= ft <= 7 and sid <= MAX_U31:
                     if ft < 6:
                         n = 0
-                        parts = _split(buf, 6, tf)
+                        parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
                     elif len(buf) >= 10:
                         n = _U32.unpack_from(buf, 6)[0]
                         parts = _split(buf, 10, tf) if 0 < n <= MAX_U31 else None
@@ -608,14 +694,14 @@ class RSocketConnection:
                                       ft == 7 and tf & FLAG_COMPLETE != 0, n, parts[0],
                                       parts[1], events)
                         continue
-            if self.state == _CLOSED:
+            if self._state == _CLOSED:
                 break
             self._receive_one(buf, events)
         if too_large is not None and not too_large.frames:
             events += self._frame_too_large(too_large)
         if self._pending:
             events += self.pending_events()
-        if too_large is not None and too_large.frames and self.state != _CLOSED:
+        if too_large is not None and too_large.frames and self._state != _CLOSED:
             # the frames before the oversize prefix count as if they had come alone: their
             # events first, handled by the caller (who may answer them), then the failure
             self.read_failure = too_large
@@ -624,7 +710,7 @@ class RSocketConnection:
     def _frame_too_large(self, exc: E.FrameTooLargeError) -> list[Event]:
         """A length prefix past the limit: before SETUP (or RESUME) ERROR[INVALID_SETUP] (spec
         §Connection Establishment), after it ERROR[CONNECTION_ERROR]; the connection closes."""
-        if self.state == _AWAIT_SETUP:
+        if self._state == _AWAIT_SETUP:
             return self._close_with(E.InvalidSetupError(exc.message), True)
         return self._fail_connection(exc)
 
@@ -633,9 +719,9 @@ class RSocketConnection:
 
         :param now: as in :meth:`receive_data`.
         """
-        if self.state == _CLOSED or self.state == _DETACHED:
+        if self._state == _CLOSED or self._state == _DETACHED:
             return []
-        if self.state == _AWAIT_SETUP and len(frame) > self.config.setup_frame_limit:
+        if self._state == _AWAIT_SETUP and len(frame) > self.config.setup_frame_limit:
             return self._frame_too_large(E.FrameTooLargeError(
                 f"first frame length {len(frame)} exceeds the max setup frame size of "
                 f"{self.config.setup_frame_limit} bytes"))
@@ -645,7 +731,7 @@ class RSocketConnection:
                 f"{self._max_frame_size} bytes"))
         events: list[Event] = []
         self._mark_alive(now)
-        if self.resume_buffer is not None and self.state == _OPEN and \
+        if self.resume_buffer is not None and self._state == _OPEN and \
                 frame[:4] != _STREAM_ZERO:
             self._received += len(frame)
         self._receive_one(frame, events)
@@ -657,7 +743,7 @@ class RSocketConnection:
         """Handle frames one by one until the connection is open (a server's SETUP, a client's
         RESUME_OK); return the frames after that, for the normal path (and position count)."""
         for i, buf in enumerate(frames):
-            state = self.state
+            state = self._state
             if state == _OPEN:
                 return frames[i:]
             if state != _AWAIT_SETUP and state != _RESUMING:
@@ -692,7 +778,7 @@ class RSocketConnection:
         try:
             frame = decode(buf)
         except E.FrameDecodeError as exc:
-            if self.state == _AWAIT_SETUP:
+            if self._state == _AWAIT_SETUP:
                 # spec §Connection Establishment: a first frame that is no valid SETUP or
                 # RESUME (a field out of range, a length past the frame, an unknown type) is
                 # answered with ERROR[INVALID_SETUP]
@@ -718,7 +804,7 @@ class RSocketConnection:
     def _receive_frame(self, frame: Frame, events: list[Event]) -> None:
         if self._frame_logger is not None:
             self._frame_logger("recv", frame)
-        state = self.state
+        state = self._state
         if state != _OPEN:
             if state == _AWAIT_SETUP and frame.frame_type != FrameType.SETUP:
                 if isinstance(frame, ResumeFrame):
@@ -743,14 +829,14 @@ class RSocketConnection:
         :returns: events (a :class:`ConnectionClosed` when the peer was silent too long).
         """
         self._now = now
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         if self.read_failure is not None:
             return self.pending_events()
         if self._alive_since_tick:
             self._alive_since_tick = False
             self._last_alive = now
-        state = self.state
+        state = self._state
         if state != _OPEN:
             if state == _AWAIT_SETUP:
                 if now >= self._setup_deadline:
@@ -789,7 +875,7 @@ class RSocketConnection:
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` must next be called (seconds), or None when closed."""
-        state = self.state
+        state = self._state
         if state != _OPEN:
             if state == _CLOSED or state == _RESUME_PENDING:
                 return None
@@ -832,9 +918,9 @@ class RSocketConnection:
 
     def _check_can_request(self) -> None:
         """Raise why no request may be sent now (called when not plainly open)."""
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             raise E.LocalProtocolError("the connection is closed")
-        if self.state == _AWAIT_SETUP or self.state == _RESUME_PENDING:
+        if self._state == _AWAIT_SETUP or self._state == _RESUME_PENDING:
             raise E.LocalProtocolError("the connection is not established (no SETUP yet)")
         if self._closing:
             raise E.LocalProtocolError(
@@ -861,7 +947,7 @@ class RSocketConnection:
             if not 1 <= initial_n <= MAX_U31:
                 raise ValueError(f"initial request n must be in [1, {MAX_U31}], got {initial_n}")
             fixed = _U32.pack(initial_n)
-        state = self.state
+        state = self._state
         if state != _OPEN or self._closing:
             self._check_can_request()
         # a new stream id (RSocket 1.0 §Stream Identifiers)
@@ -895,14 +981,12 @@ class RSocketConnection:
             for the other request methods.
         """
         # the per-request hot path: the frame built here when nothing unusual applies (an
-        # open connection over a byte stream, no lease, no resume, no frame logging, no
-        # metadata, a small payload); anything else takes _send_request
+        # open connection over a byte stream, no lease, no resume, no frame logging: the
+        # precomputed _fast_size, see _update_fast; no metadata, a small payload); anything
+        # else takes _send_request
         data = payload.data
         size = 6 + len(data)
-        if self.state != _OPEN or self._closing or self._lease is not None or \
-                payload.metadata is not None or size > _NO_COPY_SIZE or \
-                not self._prefixed or self._frame_logger is not None or \
-                self.resume_buffer is not None or size > self._limit:
+        if size > self._fast_size or payload.metadata is not None:
             return self._send_request(RESPONSE, payload, 0)
         try:
             sid = self._ids.allocate()
@@ -910,7 +994,7 @@ class RSocketConnection:
             raise self._ids_exhausted() from None
         self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, _RESPONSE_TYPE) +
                          data)
-        self._streams.add(_Stream(sid, RESPONSE, True, False, True, None), remote=False)
+        self._awaiting.add(sid)  # (a bare id until its answer: see _stream)
         return sid
 
     def fire_and_forget(self, payload: Payload) -> int:
@@ -918,10 +1002,7 @@ class RSocketConnection:
         # (the hot path of request_response, without the stream)
         data = payload.data
         size = 6 + len(data)
-        if self.state != _OPEN or self._closing or self._lease is not None or \
-                payload.metadata is not None or size > _NO_COPY_SIZE or \
-                not self._prefixed or self._frame_logger is not None or \
-                self.resume_buffer is not None or size > self._limit:
+        if size > self._fast_size or payload.metadata is not None:
             return self._send_request(FNF, payload, 0)
         try:
             sid = self._ids.allocate()
@@ -930,6 +1011,40 @@ class RSocketConnection:
         self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, sid, _FNF_TYPE) +
                          data)
         return sid
+
+    def fire_and_forget_many(self, payloads: Iterable[Payload]) -> int:
+        """Send a REQUEST_FNF for each of ``payloads``, in order (what
+        :meth:`fire_and_forget` does for each, with its checks made once per batch where they
+        cannot change: the bulk path).
+
+        :returns: how many were sent.
+        :raises: what :meth:`fire_and_forget` raises, at the first payload that cannot be
+            sent; those before it are sent (queued).
+        """
+        if type(self).fire_and_forget is not RSocketConnection.fire_and_forget:
+            # (a subclass observes each request it sends: one by one)
+            n = 0
+            for payload in payloads:
+                self.fire_and_forget(payload)
+                n += 1
+            return n
+        allocate = self._ids.allocate
+        append = self._out.append
+        pack = _PREFIXED_HEADER.pack
+        n = 0
+        for payload in payloads:
+            data = payload.data
+            size = 6 + len(data)
+            if size > self._fast_size or payload.metadata is not None:
+                self._send_request(FNF, payload, 0)
+            else:
+                try:
+                    sid = allocate()
+                except IdsExhausted:
+                    raise self._ids_exhausted() from None
+                append(pack(size >> 16, size & 0xFFFF, sid, _FNF_TYPE) + data)
+            n += 1
+        return n
 
     def request_stream(self, payload: Payload, initial_request_n: int) -> int:
         """Send REQUEST_STREAM granting ``initial_request_n`` (1..2^31-1) items."""
@@ -946,8 +1061,8 @@ class RSocketConnection:
         :raises LocalProtocolError: the connection is not open, or (resumable) its transport is
             down: a METADATA_PUSH has no position, so it cannot wait for a resume.
         """
-        if self.state != _OPEN:
-            if self.state == _DETACHED or self.state == _RESUMING:
+        if self._state != _OPEN:
+            if self._state == _DETACHED or self._state == _RESUMING:
                 raise E.LocalProtocolError("the connection's transport is down (waiting to "
                                            "resume): METADATA_PUSH cannot be sent now")
             raise E.LocalProtocolError("the connection is not open")
@@ -959,7 +1074,7 @@ class RSocketConnection:
     # ---------------------------------------------------------------------------- both roles
 
     def _sending_stream(self, stream_id: int) -> _Stream:
-        s = self._streams.get(stream_id)
+        s = self._stream(stream_id)
         if s is None:
             raise E.LocalProtocolError(f"stream {stream_id} is not open")
         if not s.send_open:
@@ -991,6 +1106,31 @@ class RSocketConnection:
         # (the table removes the stream when both halves are closed)
         if complete and self._streams.close_send(s) and self._closing and not self._streams:
             self._drained()
+
+    def send_response(self, stream_id: int, payload: Payload) -> bool:
+        """Answer the request-response ``stream_id`` with ``payload`` (N|C), unless the
+        stream is gone meanwhile (canceled, failed, the connection closed): what
+        :meth:`send_payload` with ``complete`` does, as the responder's hot path.
+
+        :returns: False when ``stream_id`` is not open (nothing is sent).
+        :raises LocalProtocolError: the stream is open but our side is already complete.
+        """
+        if stream_id in self._serving:
+            data = payload.data
+            size = 6 + len(data)
+            if size <= self._fast_size and payload.metadata is None and \
+                    type(self).send_payload is RSocketConnection.send_payload:
+                # the hot path: the stream is a bare id, the frame built here
+                self._serving.remove(stream_id)
+                self._out.append(_PREFIXED_HEADER.pack(size >> 16, size & 0xFFFF, stream_id,
+                                                       _RESPONSE_PAYLOAD_TYPE) + data)
+                return True
+        elif self._streams.get(stream_id) is None and stream_id not in self._awaiting:
+            return False
+        # (large, metadata, a subclass that observes each item sent, no hot path now, or a
+        # full stream: the general path)
+        self.send_payload(stream_id, payload, True)
+        return True
 
     def send_payloads(self, stream_id: int, payloads: list[Payload]) -> None:
         """Send several items (onNext) on one stream: what :meth:`send_payload` does for each,
@@ -1051,7 +1191,7 @@ class RSocketConnection:
             application-defined code).
         :raises LocalProtocolError: the stream is not open.
         """
-        s = self._streams.get(stream_id)
+        s = self._stream(stream_id)
         if s is None:
             raise E.LocalProtocolError(f"stream {stream_id} is not open")
         self._queue(self._error_bytes(stream_id, error.error_code, error.message))
@@ -1062,7 +1202,7 @@ class RSocketConnection:
 
         Unknown or finished streams are ignored (a cancel can race the stream's end).
         """
-        s = self._streams.get(stream_id)
+        s = self._stream(stream_id)
         if s is None:
             return
         self._queue(_HEADER.pack(stream_id, FrameType.CANCEL << 10))
@@ -1081,7 +1221,7 @@ class RSocketConnection:
         """
         if not 1 <= n <= MAX_U31:
             raise ValueError(f"request n must be in [1, {MAX_U31}], got {n}")
-        s = self._streams.get(stream_id)
+        s = self._stream(stream_id)
         if s is None or not s.recv_open:
             return
         self._queue(_REQUEST_N_HEAD.pack(stream_id, FrameType.REQUEST_N << 10, n))
@@ -1127,7 +1267,7 @@ class RSocketConnection:
             nothing is sent.
         :returns: the :class:`ConnectionClosed` event (empty list when already closed).
         """
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         if error is None:
             return self._close_with(E.ConnectionCloseError("closed locally"), False,
@@ -1162,7 +1302,7 @@ class RSocketConnection:
         if drain_timeout is None:
             drain_timeout = self.config.drain_timeout
         check_drain_timeout(drain_timeout)
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         if now is not None:
             self._now = now
@@ -1185,6 +1325,8 @@ class RSocketConnection:
     def _start_closing(self, peer_error: E.ConnectionCloseError | None, drain_timeout: int,
                        message: str) -> None:
         self._closing = True
+        self._update_fast()
+        self._promote_awaiting()  # (the drain counts and waits for them)
         self._streams.limit = -1  # every new request from the peer is refused
         self._closing_error = peer_error
         self._close_message = message
@@ -1222,7 +1364,7 @@ class RSocketConnection:
                     report: E.RSocketError | None | Literal[True] = True,
                     send: bool = True) -> list[Event]:
         """Queue ERROR on stream 0 (if ``send``), drop all streams, report ConnectionClosed."""
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         if send:
             self._queue(self._error_bytes(0, error.error_code, error.message))
@@ -1231,6 +1373,8 @@ class RSocketConnection:
         # connection sends nothing more, and dropping it leaves no cycle
         self.__dict__.pop("_queue", None)
         self.__dict__.pop("_queue_payload_bearing", None)
+        self._awaiting.clear()
+        self._serving.clear()
         for stream in self._streams.clear():
             if stream.reassembly is not None:
                 self._end_reassembly(stream)  # (frees the budget: nothing outlives the close)
@@ -1256,7 +1400,7 @@ class RSocketConnection:
             :class:`~rsocket_tx.core.errors.ConnectionCloseError` instead: the peer closed
             after its ERROR[CONNECTION_CLOSE] (its drain timeout passed), which says why.
         """
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         reported: E.RSocketError
         if error is not None:
@@ -1270,6 +1414,7 @@ class RSocketConnection:
     def _enable_lease(self) -> None:
         self._lease = RequesterLease()
         self._granted = ResponderLease(self.config.lease_grace)
+        self._update_fast()
 
     def send_lease(self, lease: Lease, now: float | None = None) -> None:
         """Grant the peer ``lease``: queue a LEASE frame and enforce it on the requests that
@@ -1282,7 +1427,7 @@ class RSocketConnection:
             time the connection was given.
         :raises LocalProtocolError: the connection does not use leases, or is closed.
         """
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             raise E.LocalProtocolError("the connection is closed")
         granted = self._granted
         if granted is None:
@@ -1300,6 +1445,7 @@ class RSocketConnection:
         """Make this connection resumable: keep sent stream frames, count received ones."""
         self.resume_token = token
         self.resume_buffer = ResumeBuffer(self.config.max_resume_buffer_size)
+        self._update_fast()
         # the resumable send path replaces the plain one for this instance only: with resume
         # off, sending costs nothing extra
         self._queue = self._queue_resumable  # type: ignore[method-assign]  # per instance
@@ -1315,7 +1461,7 @@ class RSocketConnection:
     def _queue_resumable(self, frame_bytes: bytes) -> None:
         if frame_bytes[:4] != _STREAM_ZERO:
             self._resume_state().append(frame_bytes)
-            if self.state != _OPEN:
+            if self._state != _OPEN:
                 return  # no transport: it goes out from the buffer when the session resumes
         self._queue_now(frame_bytes)
 
@@ -1330,7 +1476,7 @@ class RSocketConnection:
             return
         frame = encode_payload_bearing(frame_type, sid, flags, fixed, data, metadata)
         self._resume_state().append(frame)  # (a request or PAYLOAD: never on stream 0)
-        if self.state != _OPEN:
+        if self._state != _OPEN:
             return
         if self._prefixed and self._frame_logger is None:
             self._out.extend((_U24.pack(n >> 16, n & 0xFFFF), frame))
@@ -1362,7 +1508,7 @@ class RSocketConnection:
         :returns: ``[ConnectionDetached]`` (``[]`` when already detached), or the events of
             :meth:`connection_lost`.
         """
-        state = self.state
+        state = self._state
         if self.resume_buffer is None or state == _CLOSED or state == _AWAIT_SETUP or \
                 state == _RESUME_PENDING:
             return self.connection_lost(reason, error=error)
@@ -1385,7 +1531,7 @@ class RSocketConnection:
         :param now: the current time in seconds.
         :raises LocalProtocolError: not a detached resumable client connection.
         """
-        if not self.is_client or self.state != _DETACHED:
+        if not self.is_client or self._state != _DETACHED:
             raise E.LocalProtocolError("only a detached resumable client connection resumes")
         token = self.resume_token
         assert token is not None  # (set with the resume buffer)
@@ -1412,12 +1558,12 @@ class RSocketConnection:
         :returns: ``[ConnectionResumed]``, or ``[ConnectionClosed]`` carrying a
             :class:`~rsocket_tx.core.errors.RejectedResumeError`; ``[]`` if already closed.
         """
-        if self.state == _CLOSED:
+        if self._state == _CLOSED:
             return []
         if self.is_client or self.resume_buffer is None:
             raise E.LocalProtocolError("only a resumable server connection resumes a session")
         events: list[Event] = []
-        if self.state == _OPEN:
+        if self._state == _OPEN:
             events += self.detach(now, "the client resumed on a new connection")
         self._new_transport(now)
         try:
@@ -1491,7 +1637,7 @@ class RSocketConnection:
     # ---------------------------------------------------------------------------- handlers
 
     def _on_setup(self, f: SetupFrame, events: list[Event]) -> None:
-        if self.is_client or self.state != _AWAIT_SETUP:
+        if self.is_client or self._state != _AWAIT_SETUP:
             return  # a client ignores SETUP; a server ignores a second one
         invalid = _invalid_setup(f)
         if invalid is not None:
@@ -1551,7 +1697,8 @@ class RSocketConnection:
     def _request(self, sid: int, kind: FrameType, follows: bool, complete: bool, n: int,
                  data: bytes, metadata: bytes | None, events: list[Event]) -> None:
         streams = self._streams
-        if sid == 0 or streams.get(sid) is not None:
+        serving = self._serving
+        if sid == 0 or streams.get(sid) is not None or sid in serving:
             return  # spec: a request on a stream id in use MUST be ignored
         if (sid & 1) == (1 if self.is_client else 0):
             return  # the peer used our parity: not a stream it may open; ignore
@@ -1564,7 +1711,8 @@ class RSocketConnection:
             if reason is not None:
                 self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, reason))
                 return
-        if streams.remote >= streams.limit and (kind != FNF or follows or self._closing):
+        if streams.remote + len(serving) >= streams.limit and \
+                (kind != FNF or follows or self._closing):
             # (a whole fire-and-forget holds no stream: only a graceful close refuses it)
             self._refuse(sid)
             return
@@ -1582,7 +1730,9 @@ class RSocketConnection:
                 return
             streams.add(s, remote=True)
             return
-        if kind != FNF:  # a fire-and-forget has no stream state
+        if kind == RESPONSE and self._fast_size >= 0:
+            serving.add(sid)  # (a bare id until answered: see _stream)
+        elif kind != FNF:  # a fire-and-forget has no stream state
             send_open, recv_open, needs_credit = _STREAM_TABLE[kind, False]
             if kind == CHANNEL and complete:
                 recv_open = False
@@ -1595,7 +1745,7 @@ class RSocketConnection:
         if self._closing:
             message = "connection closing"
         else:
-            message = (f"too many concurrent streams: {self._streams.remote} open, the limit "
+            message = (f"too many concurrent streams: {self.peer_stream_count} open, the limit "
                        f"is {self._streams.limit} (max_concurrent_streams)")
         self._queue(self._error_bytes(sid, E.ErrorCode.REJECTED, message))
 
@@ -1608,7 +1758,7 @@ class RSocketConnection:
 
     def _on_cancel(self, f, events: list[Event]) -> None:
         sid = f.stream_id
-        s = self._streams.get(sid)
+        s = self._stream(sid)
         if s is None:
             return  # unknown stream (including 0): ignore
         r = s.reassembly
@@ -1634,7 +1784,7 @@ class RSocketConnection:
 
     def _payload(self, sid: int, follows: bool, complete: bool, next_: bool, data: bytes,
                  metadata: bytes | None, events: list[Event]) -> None:
-        s = self._streams.get(sid)
+        s = self._stream(sid)
         if s is None or not s.recv_open:
             return  # unknown stream (including 0) or finished half: ignore
         if s.requester:
@@ -1709,6 +1859,7 @@ class RSocketConnection:
         sid = f.stream_id
         message = f.data.decode("utf-8", "replace")
         if sid == 0:
+            self._promote_awaiting()  # (a CONNECTION_CLOSE drains them)
             code = f.error_code
             if code in _SETUP_ERROR_CODES:
                 if not self.is_client or self._setup_confirmed:
@@ -1723,7 +1874,7 @@ class RSocketConnection:
                 return
             events.extend(self._close_with(error, True, send=False))
             return
-        s = self._streams.get(sid)
+        s = self._stream(sid)
         if s is None:
             return  # unknown stream: ignore
         if s.requester:
