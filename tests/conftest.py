@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import gc
 
+import hypothesis
 import pytest
 import pytest_twisted
 from logcheck import LogCapture, check
 from twisted_support import Harness
+
+# Property tests check what the code does, never how fast: no per-example deadline (the
+# default 200 ms fails an example that a loaded machine, or a gc pass, delayed), and no
+# health check failing because generating the examples was slow.
+hypothesis.settings.register_profile(
+    "rsocket_tx", deadline=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+hypothesis.settings.load_profile("rsocket_tx")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -244,9 +244,17 @@ class ProxiedConnection:
         return d
 
     def stall(self) -> None:
-        """Go half-open: keep both TCP connections, forward nothing more, tell nobody."""
+        """Go half-open: keep both TCP connections, forward nothing more, tell nobody.
+
+        Each transport stops being the other's producer: a TCP transport that is lost stops
+        its producer, which for a transport means closing it, and that would tell the other
+        peer. Both keep reading (what they read is dropped and counted)."""
         if self.state in ("linking", "forwarding"):
             self.state = "stalled"
+            for side in (self.down, self.up):
+                if side is not None and side.transport is not None and not side.gone:
+                    side.transport.unregisterProducer()
+                    side.transport.resumeProducing()
 
     # --------------------------------------------------------------------- internals
 
