@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
+from zope.interface import implementer
 
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.config import ConnectionConfig
@@ -16,6 +17,7 @@ from rsocket_tx.core.fragmentation import encode_payload_bearing
 from rsocket_tx.core.frames import FrameType, RequestNFrame, RequestStreamFrame, decode
 from rsocket_tx.core.framing import FrameReader
 from rsocket_tx.core.payload import Payload
+from rsocket_tx.interfaces import IFrameTransport
 from rsocket_tx.protocol import RSocketClientFactory
 from rsocket_tx.streams import DEFAULT_PREFETCH
 
@@ -109,6 +111,44 @@ def test_window_bytes_zero_keeps_the_default_window():
     stream = proto.rsocket.request_stream(Payload(b"go"))
     amounts, most = _run(proto, transport, stream, 1, 3)
     assert most == DEFAULT_PREFETCH
+
+
+@implementer(IFrameTransport)
+class _MessageTransport(StringTransport):
+    """A message transport (as WebSocket): each frame written is one message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: list[bytes] = []
+
+    def writeFrames(self, frames):
+        self.frames.extend(frames)
+
+
+def test_over_a_message_transport_the_window_stays_in_items():
+    # each item is a WebSocket message: a window grown by bytes (4,032 messages of 64 bytes)
+    # measured at half the rate of the 256-item window in make bench
+    clock = Clock()
+    factory = RSocketClientFactory(make_setup(), reactor=clock,
+                                   config=ConnectionConfig(stream_window_bytes=256 * 1024))
+    proto = factory.buildProtocol(None)
+    transport = _MessageTransport()
+    proto.makeConnection(transport)
+    stream = proto.rsocket.request_stream(Payload(b"go"))
+    clock.advance(0)
+    sent = [decode(f) for f in transport.frames]
+    granted = [f for f in sent if isinstance(f, RequestStreamFrame)][0].initial_request_n
+    assert granted == DEFAULT_PREFETCH
+    item = encode_payload_bearing(FrameType.PAYLOAD, stream.stream_id, _NEXT, b"", b"x" * 64,
+                                  None)
+    amounts = []
+    for _ in range(4):
+        transport.frames.clear()
+        proto.framesReceived([item] * 128)
+        assert len(stream.take_ready()) == 128
+        clock.advance(0)
+        amounts += _requested([decode(f) for f in transport.frames], stream.stream_id)
+    assert amounts == [128] * 4  # half the 256-item window each time, never grown
 
 
 # --------------------------------------------------------------------- the batch path

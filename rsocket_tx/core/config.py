@@ -195,7 +195,8 @@ class ConnectionConfig:
         fit this many bytes (counting data + metadata + 1 per item), at most
         ``max_stream_window`` items; REQUEST_N tops it up each time half of it has been
         consumed. A window never shrinks below 256 items. 0: the window stays 256 items.
-        Default 262,144 (256 KiB).
+        Default 262,144 (256 KiB). Byte-stream transports only: over a message transport
+        (WebSocket) each item is a message and the window stays 256 items.
     :param max_stream_window: the most items that byte window may grow to (such a stream
         buffers at most ``max(256, max_stream_window)`` items). Default 8,192, at least 1.
     :param length_prefixed: True for byte-stream transports (TCP): frames carry the 24-bit
