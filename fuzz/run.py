@@ -11,7 +11,8 @@ Each target runs under atheris (:mod:`fuzz.atheris_main`) for ``--seconds`` with
 broken invariant, a timeout of ``--timeout`` seconds on one input, or more than
 ``--rss-limit-mb`` of memory) is saved under ``<workdir>/crashes/<target>/`` and the target is
 started again for the time left, at most ``--max-crashes`` times. Every run is appended to
-``<workdir>/stats.jsonl``; ``--report`` sums them per target and per protocol.
+``<workdir>/stats.jsonl``; ``--report`` sums them per target, and per protocol and kind
+(whole-conversation targets apart from codec targets).
 
 The exit status is 1 when a target crashed (so CI fails), else 0.
 """
@@ -90,40 +91,50 @@ def run_target(name: str, seconds: int, workdir: Path, args: argparse.Namespace)
         if not artifact:  # not a crash of one input (e.g. the target failed to start)
             break
     elapsed = time.monotonic() - start
-    return {"target": name, "protocol": targets.load(name).PROTOCOL, "inputs": inputs,
+    return {"target": name, "protocol": targets.load(name).PROTOCOL,
+            "kind": targets.kind(name), "inputs": inputs,
             "seconds": round(elapsed, 1), "crashes": found, "time": time.time()}
+
+
+def totals(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """Inputs, seconds and crashes summed per ``(protocol, kind)``: a whole-conversation
+    target (``KIND = "conversation"``, a few hundred inputs a second) is summed apart from the
+    codec targets (``"codec"``, tens of thousands), so that neither hides the other."""
+    sums: dict[tuple[str, str], dict] = defaultdict(
+        lambda: {"inputs": 0, "seconds": 0.0, "crashes": 0})
+    for r in rows:
+        t = sums[(r["protocol"], r["kind"])]
+        t["inputs"] += r["inputs"]
+        t["seconds"] += r["seconds"]
+        t["crashes"] += len(r["crashes"])
+    return dict(sorted(sums.items()))
 
 
 def _print_table(rows: list[dict], title: str) -> None:
     print(f"\n{title}")
-    print(f"{'target':<22} {'protocol':<14} {'inputs':>12} {'seconds':>9} {'inputs/s':>9} "
-          f"{'crashes':>7}")
-    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
+    print(f"{'target':<22} {'protocol':<14} {'kind':<12} {'inputs':>12} {'seconds':>9} "
+          f"{'inputs/s':>9} {'crashes':>7}")
     for r in rows:
         rate = r["inputs"] / r["seconds"] if r["seconds"] else 0
-        print(f"{r['target']:<22} {r['protocol']:<14} {r['inputs']:>12,} {r['seconds']:>9,.0f} "
-              f"{rate:>9,.0f} {len(r['crashes']):>7}")
-        t = totals[r["protocol"]]
-        t[0] += r["inputs"]
-        t[1] += r["seconds"]
-        t[2] += len(r["crashes"])
-    for protocol, (n, s, c) in sorted(totals.items()):
-        print(f"{'total':<22} {protocol:<14} {int(n):>12,} {s:>9,.0f} {'':>9} {int(c):>7}")
+        print(f"{r['target']:<22} {r['protocol']:<14} {r['kind']:<12} {r['inputs']:>12,} "
+              f"{r['seconds']:>9,.0f} {rate:>9,.0f} {len(r['crashes']):>7}")
+    for (protocol, kind), t in totals(rows).items():
+        print(f"{'total':<22} {protocol:<14} {kind:<12} {t['inputs']:>12,} "
+              f"{t['seconds']:>9,.0f} {'':>9} {t['crashes']:>7}")
 
 
 def _rst_table(rows: list[dict]) -> None:
     """The rows as a reStructuredText list-table (for docs/reliability.rst)."""
     print(".. list-table::\n   :header-rows: 1\n")
-    print("   * - target\n     - protocol\n     - inputs\n     - inputs/s\n     - crashes")
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    print("   * - target\n     - protocol\n     - kind\n     - inputs\n     - inputs/s\n"
+          "     - crashes")
     for r in rows:
         rate = r["inputs"] / r["seconds"] if r["seconds"] else 0
-        print(f"   * - ``{r['target']}``\n     - {r['protocol']}\n     - {r['inputs']:,}\n"
-              f"     - {rate:,.0f}\n     - {len(r['crashes'])}")
-        totals[r["protocol"]][0] += r["inputs"]
-        totals[r["protocol"]][1] += len(r["crashes"])
-    for protocol, (n, c) in sorted(totals.items()):
-        print(f"   * - **total**\n     - {protocol}\n     - **{n:,}**\n     -\n     - {c}")
+        print(f"   * - ``{r['target']}``\n     - {r['protocol']}\n     - {r['kind']}\n"
+              f"     - {r['inputs']:,}\n     - {rate:,.0f}\n     - {len(r['crashes'])}")
+    for (protocol, kind), t in totals(rows).items():
+        print(f"   * - **total**\n     - {protocol}\n     - {kind}\n     - **{t['inputs']:,}**"
+              f"\n     -\n     - {t['crashes']}")
 
 
 def _report(workdir: Path, rst: bool = False) -> int:
@@ -139,7 +150,9 @@ def _report(workdir: Path, rst: bool = False) -> int:
         m["inputs"] += r["inputs"]
         m["seconds"] += r["seconds"]
         m["crashes"] += r["crashes"]
-    rows = sorted(merged.values(), key=lambda r: (r["protocol"], r["target"]))
+    for m in merged.values():
+        m["kind"] = targets.kind(m["target"])
+    rows = sorted(merged.values(), key=lambda r: (r["protocol"], r["kind"], r["target"]))
     if rst:
         _rst_table(rows)
         return 0

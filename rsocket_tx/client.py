@@ -131,7 +131,7 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
     :param max_frame_size: largest inbound frame accepted, bytes.
     :param max_reassembled_size: largest inbound payload reassembled from fragments, bytes.
     :param max_concurrent_streams: streams the server may have open towards this client's
-        responder at once; a request past it gets ERROR[REJECTED] (default 1024).
+        responder at once; a request past it gets ERROR[REJECTED] (default 256).
     :param max_send_buffer_size: bytes queued for a server that does not read before the
         connection is aborted and outstanding requests fail with
         :class:`~rsocket_tx.core.errors.ExcessiveBufferingError` (default 64 MiB).

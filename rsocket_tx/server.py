@@ -53,7 +53,7 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         closed at once and the log says so. The endpoint's listen queue is 1,024 unless its
         string says ``backlog=N``.
     :param max_concurrent_streams: streams one client may have open towards the server at
-        once; a request past it gets ERROR[REJECTED] (default 1024).
+        once; a request past it gets ERROR[REJECTED] (default 256).
     :param max_send_buffer_size: bytes queued for a client that does not read before its
         connection is aborted (default 64 MiB).
     :param drain_timeout: milliseconds a graceful close waits for open streams (default

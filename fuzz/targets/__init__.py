@@ -1,4 +1,6 @@
-"""One fuzz target per module: ``PROTOCOL`` (the protocol's name in reports),
+"""One fuzz target per module: ``PROTOCOL`` (the protocol's name in reports), ``KIND``
+(``"codec"``: bytes to one codec; ``"conversation"``: a whole conversation with a sans-IO
+connection, API calls interleaved; reports sum them apart),
 ``INSTRUMENT`` (the packages whose coverage guides the fuzzer) and
 ``one_input(data: bytes) -> None``.
 
@@ -12,7 +14,9 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["names", "load", "source", "instrumented"]
+__all__ = ["KINDS", "names", "load", "source", "instrumented", "kind"]
+
+KINDS = ("codec", "conversation")
 
 HERE = Path(__file__).resolve().parent
 
@@ -49,3 +53,15 @@ def load(name: str) -> ModuleType:
     """
     source(name)
     return importlib.import_module(f"{__name__}.{name}")
+
+
+def kind(name: str) -> str:
+    """The ``KIND`` of target ``name``: one of :data:`KINDS`.
+
+    :raises ValueError: no such target, or it declares no known ``KIND``.
+    """
+    declared = getattr(load(name), "KIND", None)
+    if declared not in KINDS:
+        raise ValueError(f"fuzz target {name!r} declares KIND={declared!r}; "
+                         f"one of {', '.join(KINDS)} is needed")
+    return declared

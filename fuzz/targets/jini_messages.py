@@ -12,6 +12,7 @@ from rsocket_tx.jini.errors import MessageDecodeError
 from ..harness import check
 
 PROTOCOL = "jini"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.jini.codec",)
 
 HEADERS = [C.ClientConnectionHeader, C.ServerConnectionHeader]

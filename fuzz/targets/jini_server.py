@@ -3,6 +3,7 @@
 from ..drivers import jini
 
 PROTOCOL = "jini"
+KIND = "conversation"  # a whole conversation with a sans-IO connection, API calls interleaved
 INSTRUMENT = ("rsocket_tx.jini", "rsocket_tx.mux")
 
 

@@ -13,6 +13,7 @@ from rsocket_tx.jini.errors import MessageDecodeError
 from ..harness import Records, check
 
 PROTOCOL = "jini"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.jini.codec",)
 
 HEADERS = [C.ClientConnectionHeader, C.ServerConnectionHeader, None]

@@ -4,6 +4,7 @@
 from ..drivers import reactivesocket, rsocket
 
 PROTOCOL = "reactivesocket"
+KIND = "conversation"  # a whole conversation with a sans-IO connection, API calls interleaved
 INSTRUMENT = ("rsocket_tx.reactivesocket", "rsocket_tx.mux")
 
 

@@ -13,6 +13,7 @@ from rsocket_tx.reactivesocket import frames as F
 from ..harness import check
 
 PROTOCOL = "reactivesocket"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.reactivesocket.frames",)
 
 

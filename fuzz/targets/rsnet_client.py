@@ -4,6 +4,7 @@
 from ..drivers import rsnet
 
 PROTOCOL = "rsnet"
+KIND = "conversation"  # a whole conversation with a sans-IO connection, API calls interleaved
 INSTRUMENT = ("rsocket_tx.rsnet", "rsocket_tx.mux")
 
 

@@ -15,6 +15,7 @@ from rsocket_tx.rsnet.errors import ProtocolError
 from ..harness import check
 
 PROTOCOL = "rsnet"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.rsnet.codec",)
 
 CONFIGS = [RSNetConfig(), RSNetConfig(max_string_length=16, max_element_size=8,

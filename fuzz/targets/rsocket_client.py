@@ -4,6 +4,7 @@ transport and small limits by variant: :mod:`fuzz.drivers.rsocket`)."""
 from ..drivers import rsocket
 
 PROTOCOL = "rsocket"
+KIND = "conversation"  # a whole conversation with a sans-IO connection, API calls interleaved
 INSTRUMENT = ("rsocket_tx.core", "rsocket_tx.mux")
 
 

@@ -15,6 +15,7 @@ from rsocket_tx.core.frames import FrameType, decode, encode
 from ..harness import check
 
 PROTOCOL = "rsocket"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.core.frames",)
 
 #: frames the encoder always writes on stream 0

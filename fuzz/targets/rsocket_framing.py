@@ -12,6 +12,7 @@ from rsocket_tx.core.framing import MAX_FRAME_LENGTH, FrameReader
 from ..harness import Records, check
 
 PROTOCOL = "rsocket"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.core.framing",)
 
 

@@ -31,6 +31,7 @@ from rsocket_tx.extensions import (
 from ..harness import check
 
 PROTOCOL = "rsocket"
+KIND = "codec"  # one codec: bytes in, frames or messages out
 INSTRUMENT = ("rsocket_tx.extensions",)
 
 CODECS = [
