@@ -1,5 +1,6 @@
-"""Test certificates made at test time: a CA, server and client certificates it signs, and
-a second CA nobody trusts. Nothing private is committed: every key is generated per run.
+"""Test certificates made at test time: a CA, server and client certificates it signs (also a
+server certificate for another name and one without a subjectAltName), and a second CA nobody
+trusts. Nothing private is committed: every key is generated per run.
 
 EC P-256 keys (fast to make); certificates valid from one day ago to 30 days ahead.
 """
@@ -113,7 +114,9 @@ class TLSFiles:
     rogue_client_key: str
     wrong_host_cert: str  #: signed by the CA, for "other.example" only
     wrong_host_key: str
-    ca_dir: str  #: a directory holding ca.pem (Twisted's own tls: trustRoots form)
+    no_san_cert: str  #: signed by the CA, no subjectAltName, subject CN "localhost"
+    no_san_key: str
+    ca_dir: str  #: a directory holding ca.pem (the directory form of trustRoots)
 
 
 def make_tls_files(directory) -> TLSFiles:
@@ -126,6 +129,9 @@ def make_tls_files(directory) -> TLSFiles:
     client = make_leaf(ca, "test client", client=True)
     rogue = make_leaf(other, "rogue client", client=True)
     wrong = make_leaf(ca, "other.example", hosts=("other.example",))
+    # what `openssl req -x509 -subj /CN=localhost` makes: a name in the CN only, which RFC
+    # 6125 clients must not use
+    no_san = make_leaf(ca, "localhost")
 
     def write(name: str, data: bytes) -> str:
         path = d / name
@@ -145,5 +151,7 @@ def make_tls_files(directory) -> TLSFiles:
         rogue_client_key=write("rogue.key", rogue.key_pem()),
         wrong_host_cert=write("wrong-host.crt", wrong.cert_pem()),
         wrong_host_key=write("wrong-host.key", wrong.key_pem()),
+        no_san_cert=write("no-san.crt", no_san.cert_pem()),
+        no_san_key=write("no-san.key", no_san.key_pem()),
         ca_dir=str(Path(write("cas/ca.pem", ca.cert_pem())).parent),
     )

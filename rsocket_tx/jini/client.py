@@ -366,6 +366,8 @@ class JiniMuxClient:
             self._connecting.remove(attempt)
             for protocol in handshaking:
                 self._handshaking.remove(protocol)
+                if isinstance(result, Failure) and protocol.tls_failure is not None:
+                    result = Failure(protocol.tls_failure)  # the TLS failure, in words
                 if self._closed or not isinstance(result, JiniClientProtocol):
                     protocol.close()
             if isinstance(result, JiniClientProtocol):

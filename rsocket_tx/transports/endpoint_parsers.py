@@ -11,8 +11,11 @@ prefixes)::
     ws:PORT[:interface=ADDR][:path=/rsocket][:static=DIR][:backlog=N]
     wss:PORT:privateKey=KEY[:certKey=CERT][:caCerts=CA][:path=..][:static=..][:interface=..]
 
-Client strings (Twisted's own ``tls:host=H:port=P[:trustRoots=DIR]...`` is used for TLS)::
+Client strings (``tls:`` is Twisted's prefix, but rsocket_tx parses ``tls:`` client strings
+itself so that they verify host names the way ``tls://`` does; see :class:`TLSClientParser`)::
 
+    tls:host=H:port=P[:trustRoots=CA][:certificate=CERT][:privateKey=KEY][:timeout=SECONDS]
+        [:bindAddress=ADDR][:endpoint=DESCRIPTION]
     ws:host=H:port=P[:path=/rsocket][:timeout=SECONDS][:bindAddress=ADDR]
     wss:host=H:port=P[:path=..][:trustRoots=CA][:certificate=CERT][:privateKey=KEY]
 
@@ -46,6 +49,8 @@ __all__ = [
     "WebSocketServerParser",
     "SecureWebSocketServerParser",
     "WebSocketClientParser",
+    "TLSClientParser",
+    "split_description",
     "SecureWebSocketClientParser",
     "tls_server",
     "ws_server",
@@ -247,6 +252,97 @@ class SecureWebSocketServerParser(WebSocketServerParser):
     secure = True
 
 
+def _client_common(prefix: str, args: tuple, kwargs: dict) -> tuple[dict, str, int]:
+    """The host and port of a client string (positional or named) and the other params."""
+    params = dict(kwargs)
+    if len(args) > 2:
+        raise ValueError(f"{prefix}: too many positional parameters {list(args)!r}")
+    for name, value in zip(("host", "port"), args):
+        if name in params:
+            raise ValueError(f"{prefix}: {name} is given twice")
+        params[name] = value
+    for name in ("host", "port"):
+        if name not in params:
+            raise ValueError(f"{prefix}: missing {name} (write {prefix}:host=HOST:port=PORT)")
+    host = params.pop("host")
+    if not host:
+        raise ValueError(f"{prefix}: host is required")
+    return params, host, parse_port(params.pop("port"), prefix, allow_zero=False)
+
+
+@implementer(IStreamClientEndpointStringParserWithReactor)
+class TLSClientParser:
+    """Client ``tls:host=H:port=P[:trustRoots=CA][:certificate=C][:privateKey=K]
+    [:timeout=S][:bindAddress=A][:endpoint=DESCRIPTION]``: Twisted's ``tls:`` client string,
+    parsed by rsocket_tx so that the connection verifies the host name with
+    :class:`~rsocket_tx.transports.tls.HostnameVerifyingOptions` (Twisted's own parser
+    accepts a certificate without a subjectAltName for any host). ``trustRoots`` is a PEM
+    file or a directory of ``*.pem`` files; ``endpoint`` is a client endpoint description to
+    run TLS over instead of TCP to ``host``, which is then only the name verified.
+
+    Not a Twisted plugin (Twisted owns the prefix, and of two plugins with one prefix it
+    picks either): :func:`rsocket_tx.transports.endpoints.client_endpoint` calls it for every
+    ``tls:`` string.
+    """
+
+    prefix = "tls"
+
+    def parseStreamClient(self, reactor, *args, **kwargs):
+        p = self.prefix
+        params, host, port = _client_common(p, args, kwargs)
+        timeout = _float(params.pop("timeout", 30), "timeout", p)
+        bind_address = params.pop("bindAddress", None)
+        inner = params.pop("endpoint", None)
+        tls_params = _tls_kwargs(params, TLS_CLIENT_KEYS, p)
+        _reject_unknown(params, ["host", "port", "timeout", "bindAddress", "endpoint",
+                                 *TLS_CLIENT_KEYS], p)
+        try:
+            if inner is None:
+                return tls.tls_client_endpoint(reactor, host, port, timeout=timeout,
+                                               bind_address=bind_address, **tls_params)
+            from twisted.internet.endpoints import wrapClientTLS
+
+            from .endpoints import client_endpoint
+
+            return wrapClientTLS(tls.client_options(host, **tls_params),
+                                 client_endpoint(reactor, inner))
+        except ValueError as e:
+            raise ValueError(f"{p}: {e}") from None
+
+
+def split_description(spec: str) -> tuple[list[str], dict[str, str]]:
+    """Split a Twisted endpoint description into its positional and named parameters, by
+    the grammar of :func:`twisted.internet.endpoints.clientFromString`: ``:`` separates the
+    parameters, the first ``=`` of one names it, a backslash escapes the next character.
+
+    :param spec: e.g. ``"tls:host=localhost:port=7879"``.
+    :returns: ``(["tls"], {"host": "localhost", "port": "7879"})``.
+    """
+    args: list[str] = []
+    kwargs: dict[str, str] = {}
+    parts = [""]  # [value] or [name, value] of the parameter being read
+    chars = iter(spec)
+    for c in chars:
+        if c == "\\":
+            parts[-1] += next(chars, "")
+        elif c == ":":
+            _add_parameter(parts, args, kwargs)
+            parts = [""]
+        elif c == "=" and len(parts) == 1:
+            parts.append("")
+        else:
+            parts[-1] += c
+    _add_parameter(parts, args, kwargs)
+    return args, kwargs
+
+
+def _add_parameter(parts: list[str], args: list[str], kwargs: dict[str, str]) -> None:
+    if len(parts) == 1:
+        args.append(parts[0])
+    else:
+        kwargs[parts[0]] = parts[1]
+
+
 @implementer(IPlugin, IStreamClientEndpointStringParserWithReactor)
 class WebSocketClientParser:
     """Client ``ws:host=H:port=P[:path=/rsocket][:timeout=S][:bindAddress=A]``."""
@@ -256,18 +352,7 @@ class WebSocketClientParser:
 
     def parseStreamClient(self, reactor, *args, **kwargs):
         p = self.prefix
-        params = dict(kwargs)
-        if len(args) > 2:
-            raise ValueError(f"{p}: too many positional parameters {list(args)!r}")
-        for name, value in zip(("host", "port"), args):
-            if name in params:
-                raise ValueError(f"{p}: {name} is given twice")
-            params[name] = value
-        for name in ("host", "port"):
-            if name not in params:
-                raise ValueError(f"{p}: missing {name} (write {p}:host=HOST:port=PORT)")
-        host = params.pop("host")
-        port = parse_port(params.pop("port"), p, allow_zero=False)
+        params, host, port = _client_common(p, args, kwargs)
         path = params.pop("path", "/")
         timeout = _float(params.pop("timeout", 30), "timeout", p)
         bind_address = params.pop("bindAddress", None)

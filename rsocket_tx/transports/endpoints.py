@@ -8,8 +8,9 @@ Everywhere rsocket_tx takes an address (:func:`rsocket_tx.connect`, :func:`rsock
   :func:`~twisted.internet.endpoints.serverFromString`: ``"tcp:host=localhost:port=7878"``,
   ``"tcp:7878:interface=127.0.0.1"``, ``"unix:/run/rsocket.sock"``, ``"ssl:7879:..."`` … and
   the forms rsocket_tx plugs in (:mod:`rsocket_tx.transports.endpoint_parsers`): server ``mtls:``
-  (TLS requiring client certificates), ``ws:``, ``wss:``, client ``ws:``, ``wss:`` (``tls:`` and
-  ``ssl:`` are Twisted's own).
+  (TLS requiring client certificates), ``ws:``, ``wss:``, client ``ws:``, ``wss:`` (server
+  ``tls:`` and ``ssl:`` are Twisted's own; client ``tls:`` strings are parsed by rsocket_tx so
+  that they verify host names, and client ``ssl:`` strings, which do not, are refused).
 * a URI ``scheme://host:port[/path][?name=value&...]``: ``tcp://``, ``tls://``, ``ws://``,
   ``wss://``. A client URI needs a host (``tcp://localhost:7878``, ``tcp://[::1]:7878``); a server
   URI's host is the interface to listen on (``tcp://0.0.0.0:7878``, ``tcp://[::]:7878``; empty =
@@ -166,10 +167,29 @@ def _endpoint(reactor, spec, side: str, interface, from_string, verb: str):
         return make(reactor, parts)
     if side == "server":
         spec = with_backlog(spec)  # Twisted's listeners default to a backlog of 50
+    else:
+        from_string = _client_from_string
     try:
         return from_string(reactor, spec)
     except (ValueError, TypeError) as e:
         raise ValueError(f"invalid {side} endpoint {spec!r}: {_describe(e)}") from e
+
+
+def _client_from_string(reactor, spec: str) -> IStreamClientEndpoint:
+    """:func:`~twisted.internet.endpoints.clientFromString`, except for TLS: every TLS client
+    verifies the server's host name (:class:`~rsocket_tx.transports.tls.HostnameVerifyingOptions`),
+    so ``tls:`` strings are parsed by rsocket_tx and ``ssl:`` ones (which never check the
+    host name) are refused."""
+    from . import endpoint_parsers as ep
+
+    args, kwargs = ep.split_description(spec)
+    prefix = args[0].lower() if args else ""
+    if prefix == "ssl":
+        raise ValueError("ssl: client strings do not verify the server's host name; write "
+                         "tls:host=HOST:port=PORT[:trustRoots=CA] or tls://HOST:PORT[?trustRoots=CA]")
+    if prefix == "tls":
+        return ep.TLSClientParser().parseStreamClient(reactor, *args[1:], **kwargs)
+    return clientFromString(reactor, spec)
 
 
 def _check_string(spec, side: str) -> str:

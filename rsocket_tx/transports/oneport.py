@@ -845,6 +845,12 @@ class _ByteStreamClientProtocol(WebSocketClientProtocol):
             stream.protocol.connectionLost(reason)
         opened = self.factory.opened
         if not opened.called:
+            from .tls import tls_error
+
+            tls = tls_error(reason)
+            if tls is not None:
+                opened.errback(tls)  # e.g. "TLS verification failed: ..."
+                return
             why = self.factory.refused or getattr(self, "wasNotCleanReason", None) \
                 or reason.getErrorMessage()
             opened.errback(WebSocketHandshakeError(

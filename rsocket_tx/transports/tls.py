@@ -6,9 +6,11 @@ Everything here is built from :mod:`twisted.internet.ssl` (``CertificateOptions`
 :func:`~twisted.internet.endpoints.wrapClientTLS`, i.e. pyOpenSSL with service_identity
 hostname checks. See ``docs/transports.rst`` for the endpoint strings and URIs that use it.
 
-* A client verifies the server's certificate chain and that it names the host connected to
-  (DNS name or IP address, RFC 6125) -- always; the trust roots are the platform's (the
-  system CA store) unless a CA file is given.
+* A client verifies the server's certificate chain and that its subjectAltName names the
+  host connected to (DNS name or IP address, RFC 6125) -- always, and any failure of that
+  check fails the handshake (:class:`HostnameVerifyingOptions`: a certificate without a
+  subjectAltName is refused, where Twisted's own check logs a traceback and accepts it);
+  the trust roots are the platform's (the system CA store) unless a CA file is given.
 * A server may require client certificates signed by a CA of its own (mutual TLS).
 * A failed handshake is reported as :class:`TLSVerificationError` or :class:`TLSError` with
   a sentence that says what went wrong, instead of OpenSSL's tuple of strings.
@@ -18,9 +20,16 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import weakref
 from pathlib import Path
 
-from OpenSSL import crypto
+from cryptography import x509
+from OpenSSL import SSL, crypto
+from service_identity.cryptography import (
+    verify_certificate_hostname,
+    verify_certificate_ip_address,
+)
+from service_identity.exceptions import VerificationError
 from twisted.internet import ssl
 from twisted.internet.endpoints import (
     HostnameEndpoint,
@@ -29,8 +38,13 @@ from twisted.internet.endpoints import (
     wrapClientTLS,
     wrapServerTLS,
 )
-from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndpoint
+from twisted.internet.interfaces import (
+    IOpenSSLClientConnectionCreator,
+    IStreamClientEndpoint,
+    IStreamServerEndpoint,
+)
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from ..core.errors import ConnectionLostError
 from .limits import DEFAULT_BACKLOG
@@ -43,6 +57,7 @@ __all__ = [
     "trust_root",
     "server_options",
     "client_options",
+    "HostnameVerifyingOptions",
     "tls_server_endpoint",
     "tls_client_endpoint",
     "tls_error",
@@ -209,9 +224,9 @@ def client_options(hostname: str, *, trust_roots=None, certificate=None, private
     :param certificate: path of our PEM certificate, for servers that require one (mutual
         TLS); with ``private_key`` (else the key is looked for in this file).
     :param private_key: path of our PEM private key (may hold the certificate too).
-    :returns: an ``IOpenSSLClientConnectionCreator`` (:func:`twisted.internet.ssl.
-        optionsForClientTLS`).
-    :raises ValueError: a file cannot be read, or a private key without a certificate.
+    :returns: a :class:`HostnameVerifyingOptions` (an ``IOpenSSLClientConnectionCreator``).
+    :raises ValueError: a file cannot be read, a private key without a certificate, or
+        ``hostname`` is empty.
     """
     extra = {}
     if certificate is not None or private_key is not None:
@@ -219,8 +234,109 @@ def client_options(hostname: str, *, trust_roots=None, certificate=None, private
                                                certificate if private_key else None)
         extra = {"privateKey": client_cert.privateKey.original.to_cryptography_key(),
                  "certificate": client_cert.original.to_cryptography()}
-    return ssl.optionsForClientTLS(hostname, trustRoot=trust_root(trust_roots),
-                                   extraCertificateOptions=extra or None)
+    return HostnameVerifyingOptions(hostname, trust_root(trust_roots), extra)
+
+
+@implementer(IOpenSSLClientConnectionCreator)
+class HostnameVerifyingOptions:
+    """Client TLS options that verify the server's certificate chain and host name, and
+    fail the handshake when either check fails -- for whatever reason.
+
+    The connections come from :func:`twisted.internet.ssl.optionsForClientTLS` (trust
+    root, SNI, client certificate), but the host-name check is our own verify callback:
+    Twisted's turns only a ``service_identity`` ``VerificationError`` into a failed
+    handshake and merely logs anything else and accepts the certificate -- notably the
+    ``CertificateError`` a certificate without a subjectAltName raises. Ours refuses the
+    certificate on any exception and aborts the handshake with a
+    :class:`TLSVerificationError` that names the host and the reason (RFC 6125 §6: the
+    reference identity is checked against the subjectAltName only; the subject's common
+    name is never used).
+
+    :param hostname: the DNS name or IP address the server's certificate must name.
+    :param trust_root: an ``IOpenSSLTrustRoot`` (see :func:`trust_root`).
+    :param extra: more :class:`twisted.internet.ssl.CertificateOptions` arguments (our
+        client certificate and key).
+    :raises ValueError: ``hostname`` is empty.
+    """
+
+    def __init__(self, hostname: str, trust_root, extra: dict | None = None) -> None:
+        if not hostname:
+            raise ValueError("a TLS client needs the host name (or IP address) the server's "
+                             "certificate must name")
+        self.hostname = hostname
+        self._options = ssl.optionsForClientTLS(hostname, trustRoot=trust_root,
+                                                extraCertificateOptions=extra or None)
+        try:
+            self._ip: str | None = str(ipaddress.ip_address(hostname))
+        except ValueError:
+            self._ip = None
+
+    def clientConnectionForTLS(self, tlsProtocol):
+        """Create the :class:`OpenSSL.SSL.Connection` for ``tlsProtocol`` (a
+        :class:`twisted.protocols.tls.TLSMemoryBIOProtocol`), with our verify callback in
+        place of Twisted's."""
+        connection = self._options.clientConnectionForTLS(tlsProtocol)
+        protocol = weakref.ref(tlsProtocol)
+
+        def verify(conn, cert, errno: int, depth: int, ok: int) -> bool:
+            # An exception escaping an OpenSSL callback is lost or re-raised out of
+            # context (and Twisted's callback logs it and accepts the certificate): every
+            # one is a refusal here.
+            try:
+                if not ok:
+                    return False  # the chain: OpenSSL reports why ("certificate verify failed")
+                if depth != 0:
+                    return True  # the host name is checked on the server's own certificate
+                error = self.identity_error(cert.to_cryptography())
+            except BaseException as e:  # noqa: BLE001 - a refusal, reported below
+                error = self._error(e)
+            if error is None:
+                return True
+            tls = protocol()
+            if tls is not None:
+                tls.failVerification(Failure(error))
+            return False
+
+        connection.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT, verify)
+        return connection
+
+    def identity_error(self, certificate) -> TLSVerificationError | None:
+        """Check that ``certificate`` names our host.
+
+        :param certificate: a :class:`cryptography.x509.Certificate`.
+        :returns: None if it does, else the :class:`TLSVerificationError` saying why not
+            (no subjectAltName, another name, a malformed name, any exception of
+            ``service_identity``).
+        """
+        try:
+            certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        except x509.ExtensionNotFound:
+            return TLSVerificationError(
+                "TLS verification failed: the server's certificate has no subjectAltName, so "
+                f"it names no host and cannot be verified for {self.hostname}: the server "
+                "needs a certificate whose subjectAltName lists the names clients connect "
+                "with (the subject's common name is not used)")
+        except Exception as e:  # noqa: BLE001 - e.g. a malformed extension
+            return self._error(e)
+        try:
+            if self._ip is not None:
+                verify_certificate_ip_address(certificate, self._ip)
+            else:
+                verify_certificate_hostname(certificate, self.hostname)
+        except Exception as e:  # noqa: BLE001 - every failure refuses the certificate
+            return self._error(e)
+        return None
+
+    def _error(self, e: BaseException) -> TLSVerificationError:
+        if isinstance(e, VerificationError):
+            return _mismatch_error(e, [self.hostname])
+        try:
+            why = f"{type(e).__name__}: {e}"
+        except Exception:  # noqa: BLE001 - an exception whose str() fails still refuses
+            why = type(e).__name__
+        return TLSVerificationError(
+            f"TLS verification failed: the server's certificate cannot be verified for "
+            f"{self.hostname}: {why}", e)
 
 
 # -- endpoints ---------------------------------------------------------------------------------
@@ -300,6 +416,21 @@ def _openssl_reasons(error) -> list[str]:
     return reasons or [str(error)]
 
 
+def _mismatch_error(error: VerificationError, default=()) -> TLSVerificationError:
+    """The sentence for ``service_identity``'s ``VerificationError`` (no name matched)."""
+    names = []
+    for mismatch in error.errors:
+        ident = getattr(mismatch, "mismatched_id", None)
+        name = getattr(ident, "hostname", None) or getattr(ident, "ip", None)
+        if isinstance(name, bytes):
+            name = name.decode("ascii", "replace")
+        names.append(str(name) if name is not None else repr(mismatch))
+    return TLSVerificationError(
+        "TLS verification failed: the server's certificate does not name the host "
+        f"connected to ({', '.join(names or default)}): connect with a name the certificate "
+        "lists", error)
+
+
 def tls_error(reason) -> TLSError | None:
     """Describe a TLS failure in words.
 
@@ -316,21 +447,8 @@ def tls_error(reason) -> TLSError | None:
     inner = getattr(reason, "reason", None)  # e.g. a WebSocket handshake error keeping it
     if isinstance(inner, (BaseException, Failure)) and inner is not reason:
         return tls_error(inner)
-    from OpenSSL import SSL
-    from service_identity.exceptions import VerificationError
-
     if isinstance(reason, VerificationError):
-        names = []
-        for mismatch in reason.errors:
-            ident = getattr(mismatch, "mismatched_id", None)
-            name = getattr(ident, "hostname", None) or getattr(ident, "ip", None)
-            if isinstance(name, bytes):
-                name = name.decode("ascii", "replace")
-            names.append(str(name) if name is not None else repr(mismatch))
-        return TLSVerificationError(
-            "TLS verification failed: the server's certificate does not name the host "
-            f"connected to ({', '.join(names)}): connect with a name the certificate lists",
-            reason)
+        return _mismatch_error(reason)
     if not isinstance(reason, SSL.Error):
         return None
     reasons = _openssl_reasons(reason)
