@@ -157,11 +157,28 @@ def test_connection_limits_share_the_process_trimmer_by_default():
 GLIBC = memory.process_trimmer().enabled
 
 
+def own_resident() -> int:
+    """This process's resident size in bytes (Linux /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 @pytest.mark.skipif(not GLIBC, reason="glibc's malloc_trim: Linux with glibc only")
-def test_the_glibc_functions_answer():
+def test_glibc_gives_back_freed_heap_pieces_when_trimmed():
+    # 64 MiB in 16 KiB pieces (in the heap: below the mmap threshold), a 1 KiB piece kept
+    # after every 16th so that the heap cannot shrink from its top
+    pieces, kept = [], []
+    for i in range(4096):
+        pieces.append(bytes(16 * 1024))
+        if i % 16 == 0:
+            kept.append(bytes(1024))  # (above 512 bytes: from malloc too)
+    with_pieces = own_resident()
+    del pieces
     free = memory.glibc_free_bytes()
-    assert free is None or free >= 0  # (None before glibc 2.33)
-    assert memory.glibc_malloc_trim() in (True, False)
+    assert free is None or free >= 48 * MiB  # (None before glibc 2.33)
+    assert memory.glibc_malloc_trim() is True
+    assert own_resident() <= with_pieces - 48 * MiB
+    assert kept
 
 
 # -- for real: twistd rsocket after a reassembly attack ---------------------------------------

@@ -32,7 +32,6 @@ no glibc (musl, macOS, Windows) the trimmer does nothing and schedules nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 import time
@@ -68,7 +67,7 @@ def _glibc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None)  # the symbols already loaded: the process's C library
         libc.gnu_get_libc_version  # noqa: B018 - glibc has it, musl does not
         trim = libc.malloc_trim
     except (OSError, AttributeError):
