@@ -53,6 +53,14 @@ Scenarios (``--only``, comma-separated):
     default max reassembled size (64 MiB, ``--reassembly-per-stream``), until
     ``--reassembly-total`` bytes are sent. Then a request-response on the same connection
     tells whether the connection survived.
+``reassembly-closed``
+    Memory after an attack: ``--reassembly-connections`` (16; quick 8) connections each
+    send SETUP and one request whose fragments never finish, ``--small-fragment-size``
+    (16,384 bytes: below glibc's mmap threshold, so they live in the heap) at a time, until
+    it holds ``--reassembly-per-stream`` bytes (just under the 64 MiB
+    ``max_reassembly_buffer_size``); a request-response on each then tells that the server
+    has read it all. Then they all close: the row gives the server's RSS before, at the peak
+    and 3 s after the close, and the outcome how far above *before* it stayed.
 ``lifetime``
     ``--idle-connections`` (1000) clients send a SETUP declaring max lifetime and keepalive
     interval 2^31-1 ms (24.9 days) and then nothing: does the server accept them?
@@ -104,7 +112,8 @@ REPO = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
 HOST = "127.0.0.1"
 SCENARIOS = ("connections", "streams", "soak", "prefix", "setup-limit", "budget", "waves",
-             "waves-setup-limit", "reassembly", "lifetime", "burst", "oversize")
+             "waves-setup-limit", "reassembly", "reassembly-closed", "lifetime", "burst",
+             "oversize")
 
 
 def raise_file_limit() -> tuple[int, int]:
@@ -820,6 +829,51 @@ def scenario_reassembly(run: Run) -> None:
         attack.close()
 
 
+def scenario_reassembly_closed(run: Run) -> None:
+    args = run.args
+    attack = Attack(run, "reassembly-closed")
+    try:
+        driver = attack.driver
+        size = args.small_fragment_size
+        chunk = b"\0" * size
+        # 64 PAYLOAD fragments with F in one shared buffer, written to every connection
+        block = (raw.payload_fragment_header(1, size, True) + chunk) * 64
+        blocks = max(0, args.reassembly_per_stream - size) // (64 * size)
+        held = size + blocks * 64 * size
+        conns = []
+        for _ in range(args.reassembly_connections):
+            conn = driver.open(HOST, attack.server.port)
+            driver.write(conn, raw.setup(), raw.request_response(1, chunk, follows=True),
+                         *[block] * blocks, raw.request_response(3, b"all read?"))
+            conns.append(conn)
+            driver.run(120, until=lambda c=conn: not c.out or c.closed is not None
+                       or attack.over_cap())
+            if attack.capped:
+                break
+        # answered once the server has read every fragment before the request
+        driver.run(120, until=lambda: attack.over_cap() or all(
+            c.payloads(3) or c.closed is not None for c in conns))
+        with_rss = attack.server.rss()
+        answered = sum(1 for c in conns if c.payloads(3))
+        errors = sorted({e for c in conns for e in c.errors()})
+        text = (f"{answered}/{len(conns)} connections held {held / MiB:,.0f} MiB each and "
+                f"served a request-response"
+                + (f"; errors {', '.join(f'ERROR[{e}]' for e in errors)}" if errors else "")
+                + f"; RSS with them open {mib(with_rss)} MiB")
+        attack.finish(text, f"{len(conns)} connections x {held / MiB:,.0f} MiB in "
+                            f"{size:,}-byte fragments, never finished, then all closed",
+                      details={"held_each": held, "answered": answered, "errors": errors,
+                               "with_open": with_rss})
+        row = run.rows[-1]
+        above = row["after"] - row["before"]
+        row["outcome"] += (f"; 3 s after they closed: {above / MiB:+,.0f} MiB from before "
+                           f"({(row['peak'] - row['before']) / MiB:+,.0f} at the peak)")
+        print(f"memory after the reassembly attack closed: before {mib(row['before'])}, peak "
+              f"{mib(row['peak'])}, after close {mib(row['after'])} MiB", file=sys.stderr)
+    finally:
+        attack.close()
+
+
 def scenario_lifetime(run: Run) -> None:
     args = run.args
     attack = Attack(run, "lifetime")
@@ -1042,6 +1096,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     g.add_argument("--reassembly-per-stream", type=int, default=63 * MiB, metavar="BYTES")
     g.add_argument("--fragment-size", type=int, default=4 * MiB, metavar="BYTES")
     g.add_argument("--max-streams", type=int, default=1024)
+    g.add_argument("--reassembly-connections", type=int, default=None,
+                   help="connections of reassembly-closed (default 16; quick 8)")
+    g.add_argument("--small-fragment-size", type=int, default=16 * 1024, metavar="BYTES",
+                   help="fragment size of reassembly-closed (default 16384)")
     g.add_argument("--idle-connections", type=int, default=None, help="default 1000; quick 100")
     g.add_argument("--idle-wait", type=float, default=3.0, metavar="SECONDS")
     g.add_argument("--burst", type=int, default=None, help="default 1000; quick 200")
@@ -1054,6 +1112,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "setup_limit_connections": (1000, 100), "budget_connections": (4_596, 1_100),
         "hold": (10.0, 3.0),
         "waves": (5, 3), "wave_size": (32, 8), "reassembly_total": (2048 * MiB, 256 * MiB),
+        "reassembly_connections": (16, 8),
         "idle_connections": (1000, 100), "burst": (1000, 200), "oversize_connections": (100, 20),
     }
     for key, (full, quick) in full_quick.items():
@@ -1093,6 +1152,7 @@ def main(argv: list[str] | None = None) -> int:
                                                     args.setup_limit_connections,
                                                     args.setup_frame_size),
         "reassembly": lambda: scenario_reassembly(run),
+        "reassembly-closed": lambda: scenario_reassembly_closed(run),
         "lifetime": lambda: scenario_lifetime(run),
         "burst": lambda: scenario_burst(run),
         "oversize": lambda: scenario_oversize(run),

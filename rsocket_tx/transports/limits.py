@@ -23,7 +23,9 @@ may share one instance, so the cap holds for the server as a whole. Use::
         return protocol
 
 A protocol that is not a :class:`~rsocket_tx.bridge.MuxProtocol` calls
-:meth:`ConnectionLimit.release` from its ``connectionLost`` (once).
+:meth:`ConnectionLimit.release` from its ``connectionLost`` (once). Each release also tells
+the process's :class:`~rsocket_tx.transports.memory.MemoryTrimmer`, which gives the memory
+freed by closed connections back to the system (:mod:`rsocket_tx.transports.memory`).
 
 A connection is counted once, by the protocol the transport delivers to (the outermost one,
 whose ``connectionLost`` runs exactly once however the connection ends). A layer in front of
@@ -45,6 +47,8 @@ from typing import Any
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
+
+from .memory import MemoryTrimmer, process_trimmer
 
 __all__ = ["ConnectionLimit", "CountingFactory", "RefusedConnection", "DEFAULT_BACKLOG",
            "DEFAULT_LOG_INTERVAL", "DEFAULT_MAX_CONNECTIONS", "build_uncounted",
@@ -121,16 +125,21 @@ class ConnectionLimit:
     :param reactor: ``IReactorTime`` provider for the log's rate limit; None: the global
         reactor (imported when first needed).
     :param log_interval: seconds between two log lines while refusals go on (> 0).
+    :param trimmer: the :class:`~rsocket_tx.transports.memory.MemoryTrimmer` told of every
+        :meth:`release` (it gives the memory of closed connections back to the system);
+        None: the one of the process (:func:`~rsocket_tx.transports.memory.process_trimmer`).
     :raises ValueError: ``max_connections`` < 1 or ``log_interval`` <= 0.
 
     :ivar max_connections: the cap.
     :ivar open: connections counted now.
     :ivar refused: connections refused so far (all time).
+    :ivar trimmer: the :class:`~rsocket_tx.transports.memory.MemoryTrimmer`.
     """
 
     def __init__(self, max_connections: int = DEFAULT_MAX_CONNECTIONS, *,
                  server_name: str = "server", reactor: Any = None,
-                 log_interval: float = DEFAULT_LOG_INTERVAL) -> None:
+                 log_interval: float = DEFAULT_LOG_INTERVAL,
+                 trimmer: MemoryTrimmer | None = None) -> None:
         if not isinstance(max_connections, int) or isinstance(max_connections, bool) or \
                 max_connections < 1:
             raise ValueError(f"max_connections must be an integer >= 1, got {max_connections!r}")
@@ -141,6 +150,7 @@ class ConnectionLimit:
         self.log_interval = log_interval
         self.open = 0
         self.refused = 0
+        self.trimmer = process_trimmer() if trimmer is None else trimmer
         self._reactor = reactor
         self._unreported = 0  # refusals not yet in a log line
         self._next_report: float | None = None  # no line before this time (None: at once)
@@ -185,13 +195,16 @@ class ConnectionLimit:
         return False
 
     def release(self) -> None:
-        """A counted connection's transport is gone.
+        """A counted connection's transport is gone: uncount it, and tell the
+        :attr:`trimmer` (which gives the memory of closed connections back to the system a
+        moment later, at most once per its interval).
 
         :raises ValueError: nothing is counted.
         """
         if self.open <= 0:
             raise ValueError("ConnectionLimit.release() without a connection counted")
         self.open -= 1
+        self.trimmer.connection_closed()
 
     @staticmethod
     def refuse() -> RefusedConnection:
