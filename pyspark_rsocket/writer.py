@@ -25,8 +25,13 @@ Rows arrive as Arrow record batches (``DataSourceArrowWriter``/``DataSourceStrea
 and are encoded per ``format``: ``json`` (default; one JSON object per row, keys = column
 names), ``cbor`` (one CBOR map per row) or ``binary`` (the ``data`` column's bytes as they are,
 a string column as UTF-8, null as empty; other columns are ignored). JSON values: timestamps
-and dates ISO 8601 text, decimals numbers (as float), binary base64 text, maps objects, NaN
-and infinities null. CBOR: timestamps tag 0/1, decimals tag 4, binary byte strings, NaN kept.
+and dates ISO 8601 text, floats as Python's ``repr`` (``1e+16``, ``1.5e-07``; Spark writes
+Java's ``1.0E16``: the same doubles), decimals numbers (as float), binary base64 text, maps
+objects, NaN and infinities null; map keys as Spark's JSON writer writes them (dates as days
+and timestamps as microseconds since the epoch, floats as Java does, ``NaN``), binary keys
+base64, struct and array keys their JSON (docs/spark.rst, "Records the sink writes"). CBOR:
+timestamps tag 0/1, decimals tag 4, binary byte strings, NaN kept, map keys of their own type
+(struct keys CBOR maps, array keys CBOR arrays).
 
 Options (case-insensitive; checked on the driver, a wrong one raises ValueError naming it):
 ``endpoint`` (required), ``topic`` (required), ``shard`` (default 0), ``format`` (``json``),
@@ -241,41 +246,167 @@ def _finite(value):
     return value
 
 
-def _has_map(arrow_type) -> bool:
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+_MICROSECOND = datetime.timedelta(microseconds=1)
+
+
+def _java_float_text(value: float, single: bool = False) -> str:
+    """``value`` as Java's ``Double.toString`` (``Float.toString`` if ``single``) writes it,
+    which is how Spark's JSON writer writes a float map key: ``1.0``, ``1.0E15``, ``1.5E-7``,
+    ``0.001``, ``9.9E-4``, ``-0.0``, ``NaN``, ``Infinity``, ``-Infinity``.
+
+    Plain notation for magnitudes in [10^-3, 10^7), else ``d.dddE<n>``; the digits are the
+    shortest that read back as the same double (float32 if ``single``), at least two
+    (JDK 19+ ``Double.toString``; Java 17 prints a few values with more digits, e.g.
+    ``8.409999999999999E21`` for ``8.41E21``: the same double).
+
+    :param value: a float (a float32 value given as its exact double if ``single``).
+    :returns: the text, ASCII.
+    """
+    import numpy as np
+
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0.0"
+    number = np.float32(value) if single else np.float64(value)
+    text = np.format_float_scientific(number, unique=True)  # shortest digits: d.ddde[+-]nn
+    if len(text.split("e")[0].strip("-.")) == 1:
+        # one digit: Java takes the closest two-digit decimal (5e-324 -> 4.9E-324)
+        text = f"{float(number):.1e}"
+    mantissa, exp_text = text.lstrip("-").split("e")
+    digits = mantissa.replace(".", "").rstrip("0") or "0"
+    exp = int(exp_text)
+    if 1e-3 <= abs(value) < 1e7:
+        if exp >= 0:
+            digits = digits.ljust(exp + 1, "0")
+            return f"{sign}{digits[:exp + 1]}.{digits[exp + 1:] or '0'}"
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
+
+
+def _timestamp_micros(aware: bool) -> Callable[[Any], str]:
+    """Key text of a timestamp: microseconds since 1970-01-01 UTC. A naive datetime is local
+    time for a time-zone-aware column (PySpark's Rows), UTC wall time for timestamp_ntz."""
+    def text(key) -> str:
+        if key.tzinfo is None:
+            key = key.astimezone(datetime.UTC) if aware else key.replace(tzinfo=datetime.UTC)
+        return str((key - _EPOCH) // _MICROSECOND)
+    return text
+
+
+def _json_key_text(key_type, dumps: Callable[[Any], str]) -> Callable[[Any], str]:
+    """How a map key of Arrow type ``key_type`` becomes a JSON object key: as Spark's JSON
+    writer (``df.write.json``, ``to_json``) writes it, the text of the key's Spark internal
+    value. Strings as they are; booleans ``true``/``false``; integers and decimals as
+    numbers' text (decimals with their scale, Java ``BigDecimal.toString``); floats as Java
+    (:func:`_java_float_text`: ``1.0E15``, ``NaN``); dates as days since 1970-01-01;
+    timestamps (with or without time zone) as microseconds since 1970-01-01 UTC; day-time
+    intervals as microseconds. Where Spark writes a JVM object's identity instead, our own
+    text: binary keys base64 (as binary values), struct and array keys their compact JSON."""
     import pyarrow as pa
 
-    if pa.types.is_map(arrow_type):
-        return True
-    if pa.types.is_struct(arrow_type):
-        return any(_has_map(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _has_map(arrow_type.value_type)
-    return False
+    t = key_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return str
+    if pa.types.is_boolean(t):
+        return lambda key: "true" if key else "false"
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return str
+    if pa.types.is_floating(t):
+        single = pa.types.is_float32(t) or pa.types.is_float16(t)
+        return lambda key: _java_float_text(key, single)
+    if pa.types.is_date(t):
+        return lambda key: str(key.toordinal() - _EPOCH_ORDINAL)
+    if pa.types.is_timestamp(t):
+        return _timestamp_micros(t.tz is not None)
+    if pa.types.is_duration(t):
+        return lambda key: str(key // _MICROSECOND)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return lambda key: base64.b64encode(bytes(key)).decode("ascii")
+    if pa.types.is_struct(t):  # a dict (Arrow) or a Row (PySpark Rows)
+        return lambda key: dumps(key.asDict(recursive=True) if hasattr(key, "asDict") else key)
+    return dumps
 
 
-def _maps_to_dicts(value, arrow_type):
-    """Arrow gives maps as lists of (key, value) tuples: make them dicts (for JSON/CBOR)."""
-    import pyarrow as pa
+def _frozen(value):
+    """A struct or array map key made hashable for CBOR: structs (dicts, Rows) become
+    frozendicts (CBOR maps), arrays tuples (CBOR arrays)."""
+    import cbor2
 
-    if value is None:
-        return None
-    if pa.types.is_map(arrow_type):
-        return {k: _maps_to_dicts(v, arrow_type.item_type) for k, v in value}
-    if pa.types.is_struct(arrow_type):
-        return {f.name: _maps_to_dicts(value[f.name], f.type) for f in arrow_type}
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return [_maps_to_dicts(v, arrow_type.value_type) for v in value]
+    if hasattr(value, "asDict"):  # a Row
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict):
+        return cbor2.frozendict({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
     return value
 
 
-def _columns(batch) -> tuple[list[str], list[list]]:
+def _cbor_key(key_type) -> Callable[[Any], Any] | None:
+    """How a map key of Arrow type ``key_type`` becomes a CBOR map key: as it is (CBOR keys
+    may be of any type), a struct or array made hashable (:func:`_frozen`)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(key_type) or pa.types.is_list(key_type) \
+            or pa.types.is_large_list(key_type):
+        return _frozen
+    return None
+
+
+def _dict_converter(arrow_type, key_text=None) -> Callable[[Any], Any] | None:
+    """A function that makes the Python values of ``arrow_type`` (Arrow's ``to_pylist`` or
+    PySpark Rows' ``asDict(recursive=True)``) ready for JSON/CBOR: maps (Arrow: lists of
+    (key, value) pairs; Rows: dicts) become dicts, their keys turned by the function
+    ``key_text(key_type)`` returns (:func:`_json_key_text`, :func:`_cbor_key`), kept if it
+    returns None or no ``key_text`` is given. None if the type holds no map (its values need
+    nothing)."""
+    import pyarrow as pa
+
+    if pa.types.is_map(arrow_type):
+        key = key_text(arrow_type.key_type) if key_text is not None else None
+        item = _dict_converter(arrow_type.item_type, key_text)
+
+        def convert_map(value):
+            if value is None:
+                return None
+            pairs = value.items() if isinstance(value, dict) else value
+            if key is None and item is None:
+                return dict(pairs)
+            return {(k if key is None else key(k)): (v if item is None else item(v))
+                    for k, v in pairs}
+        return convert_map
+    if pa.types.is_struct(arrow_type):
+        fields = [(f.name, _dict_converter(f.type, key_text)) for f in arrow_type]
+        if all(convert is None for _, convert in fields):
+            return None
+
+        def convert_struct(value):
+            if value is None:
+                return None
+            return {name: (value[name] if convert is None else convert(value[name]))
+                    for name, convert in fields}
+        return convert_struct
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        convert = _dict_converter(arrow_type.value_type, key_text)
+        if convert is None:
+            return None
+        return lambda value: None if value is None else [convert(v) for v in value]
+    return None
+
+
+def _columns(batch, key_text=None) -> tuple[list[str], list[list]]:
     names = batch.schema.names
     cols = []
     for i, col in enumerate(batch.columns):
         values = col.to_pylist()
-        typ = batch.schema.field(i).type
-        if _has_map(typ):
-            values = [_maps_to_dicts(v, typ) for v in values]
+        convert = _dict_converter(batch.schema.field(i).type, key_text)
+        if convert is not None:
+            values = [convert(v) for v in values]
         cols.append(values)
     return names, cols
 
@@ -292,11 +423,49 @@ def _needs_escape(col) -> bool:
     return bool(((raw < 0x20) | (raw == 0x22) | (raw == 0x5C)).any())
 
 
-def _json_texts(col, dumps) -> Any:
+def _float_texts(col) -> Any:
+    """The JSON text of a float column as the row-by-row encoder writes it (Python's
+    ``repr``, which ``json.dumps`` uses), null for NaN, infinities and nulls.
+
+    Arrow's cast gives the same shortest round-trip digits in another layout: ``2`` for
+    ``2.0``, ``1e+15`` for ``1000000000000000.0``, ``1.5e-7`` for ``1.5e-07``, ``0.00001``
+    for ``1e-05``. Integral texts get ``.0`` in a kernel; values where either side writes
+    an exponent (magnitudes below 1e-4 or from 1e16, or an ``e`` in Arrow's text), rare in
+    most data, are written by ``repr`` one by one. The masks are numpy arrays: few Arrow
+    calls per column (their fixed cost counts at 2048 rows per batch)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pc.cast(col, pa.float64())  # float32 as its exact double, like to_pylist
+    if values.null_count:
+        values = pc.fill_null(values, float("nan"))  # written as null, as NaN is
+    texts = pc.cast(values, pa.string())
+    v = values.to_numpy()
+    finite = np.isfinite(v)
+    magnitude = np.abs(v)
+    with np.errstate(invalid="ignore"):
+        python_e = ((magnitude >= 1e16) | (magnitude < 1e-4)) & (magnitude != 0.0)
+    arrow_e = pc.match_substring(texts, "e").to_numpy(zero_copy_only=False)
+    plain = finite & ~arrow_e & ~pc.match_substring(texts, ".").to_numpy(zero_copy_only=False)
+    if plain.any():
+        texts = pc.if_else(pa.array(plain), pc.binary_join_element_wise(texts, ".0", ""), texts)
+    exponent = finite & (arrow_e | python_e)
+    if exponent.any():
+        texts = pc.replace_with_mask(texts, pa.array(exponent),
+                                     pa.array([repr(x) for x in v[exponent].tolist()],
+                                              pa.string()))
+    if not finite.all():
+        texts = pc.if_else(pa.array(finite), texts, pa.scalar(None, pa.string()))
+    return texts
+
+
+def _json_texts(col, dumps, key_text) -> Any:
     """The JSON text of every value of an Arrow column, as a string array without nulls
     (null -> ``null``). Numbers, booleans and strings are formatted by Arrow compute kernels
     (C, no Python step per value); dates and times are ISO 8601 text; other types go through
-    ``dumps`` per value, as the row-by-row encoder did."""
+    ``dumps`` per value (map keys made text by ``key_text``), as the row-by-row encoder
+    does."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -304,15 +473,7 @@ def _json_texts(col, dumps) -> Any:
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         texts = pc.cast(col, pa.string())
     elif pa.types.is_floating(t):
-        values = pc.cast(col, pa.float64())  # float32 as its exact double, like to_pylist
-        texts = pc.cast(values, pa.string())  # shortest round-trip text
-        finite = pc.is_finite(values)
-        # Arrow prints 2.0 as "2": write "2.0" as Python's json does
-        plain = pc.and_(pc.and_(pc.equal(pc.find_substring(texts, "."), -1),
-                                pc.equal(pc.find_substring(texts, "e"), -1)), finite)
-        if pc.any(plain).as_py():
-            texts = pc.if_else(plain, pc.binary_join_element_wise(texts, ".0", ""), texts)
-        texts = pc.if_else(finite, texts, pa.scalar(None, pa.string()))  # NaN, inf: null
+        texts = _float_texts(col)
     elif (pa.types.is_string(t) or pa.types.is_large_string(t)) and not _needs_escape(col):
         texts = pc.binary_join_element_wise('"', pc.cast(col, pa.string()), '"', "")
     elif pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
@@ -320,15 +481,17 @@ def _json_texts(col, dumps) -> Any:
                          pa.string())
     else:
         values = col.to_pylist()
-        if _has_map(t):
-            values = [_maps_to_dicts(v, t) for v in values]
+        convert = _dict_converter(t, key_text)
+        if convert is not None:
+            values = [convert(v) for v in values]
         texts = pa.array([None if v is None else dumps(v) for v in values], pa.string())
     return pc.fill_null(texts, "null")
 
 
-def _json_lines(batch, dumps) -> list[bytes]:
+def _json_lines(batch, dumps, key_text) -> list[bytes]:
     """One JSON object per row of an Arrow RecordBatch, keys in column order, assembled
-    column by column with Arrow compute (``binary_join_element_wise``)."""
+    column by column with Arrow compute (``binary_join_element_wise``): the same bytes as
+    the row-by-row encoder."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -340,14 +503,22 @@ def _json_lines(batch, dumps) -> list[bytes]:
     parts: list = []
     for i, (name, col) in enumerate(zip(names, batch.columns)):
         parts.append(("{" if i == 0 else ",") + json.dumps(name, ensure_ascii=False) + ":")
-        parts.append(_json_texts(col, dumps))
+        parts.append(_json_texts(col, dumps, key_text))
     parts.append("}")
     rows = pc.binary_join_element_wise(*parts, "")
     return rows.cast(pa.binary()).to_pylist()
 
 
-def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
-    """``encode(batch)``: the records of an Arrow RecordBatch, or of a list of Rows."""
+def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
+             ) -> Callable[[Any], list[bytes]]:
+    """``encode(batch)``: the records of an Arrow RecordBatch, or of a list of Rows.
+
+    :param fmt: ``json``, ``cbor`` or ``binary``.
+    :param schema: the Spark schema of the Rows (to encode their map keys by type).
+    :param by_column: JSON: encode a RecordBatch column by column with Arrow compute (the
+        default) rather than row by row; both give the same bytes. A batch with duplicate
+        column names is encoded row by row (the last column of a name wins).
+    """
     if fmt == "binary":
         def encode(batch) -> list[bytes]:
             if isinstance(batch, list):
@@ -373,18 +544,45 @@ def _encoder(fmt: str) -> Callable[[Any], list[bytes]]:
                 return dumps(value)
             except ValueError:
                 return dumps(_finite(value))
+
+        def key_text(key_type) -> Callable[[Any], str]:
+            return _json_key_text(key_type, dump_value)
     else:
         import cbor2
 
         def encode_one(obj) -> bytes:
             return cbor2.dumps(obj, timezone=datetime.UTC)
+        key_text = _cbor_key
+
+    row_converters: list | None = None
+
+    def encode_rows(rows: list) -> list[bytes]:
+        nonlocal row_converters
+        if row_converters is None:
+            row_converters = []
+            for field in schema.fields if schema is not None else ():
+                from pyspark.sql.pandas.types import to_arrow_schema
+                try:
+                    arrow_field = to_arrow_schema(StructType([field]), timezone="UTC")[0]
+                except (TypeError, ValueError, NotImplementedError):
+                    continue  # a type Arrow cannot hold: no map the encoder could convert
+                convert = _dict_converter(arrow_field.type, key_text)
+                if convert is not None:
+                    row_converters.append((field.name, convert))
+        records = []
+        for row in rows:
+            obj = row.asDict(recursive=True)
+            for name, convert in row_converters:
+                obj[name] = convert(obj[name])
+            records.append(encode_one(obj))
+        return records
 
     def encode(batch) -> list[bytes]:
         if isinstance(batch, list):
-            return [encode_one(row.asDict(recursive=True)) for row in batch]
-        if fmt == "json" and len(set(batch.schema.names)) == batch.num_columns:
-            return _json_lines(batch, dump_value)
-        names, cols = _columns(batch)
+            return encode_rows(batch)
+        if fmt == "json" and by_column and len(set(batch.schema.names)) == batch.num_columns:
+            return _json_lines(batch, dump_value, key_text)
+        names, cols = _columns(batch, key_text)
         return [encode_one(dict(zip(names, values))) for values in zip(*cols)]
     return encode
 
@@ -464,7 +662,7 @@ class _SinkBase:
         opts = self.opts
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else 0
-        chunks = _chunks(iterator, _encoder(opts.format))
+        chunks = _chunks(iterator, _encoder(opts.format, self.schema))
         if opts.guarantee == AT_LEAST_ONCE:
             header = {"topic": opts.topic, "shard": opts.shard}
             route, ack_key = ROUTE_APPEND_BATCH if opts.batch_bytes else ROUTE_APPEND, "acked"

@@ -496,8 +496,8 @@ def test_rows_are_packed_into_bounded_record_batches():
 
 def test_json_rows_are_encoded_column_by_column_as_before():
     """The Arrow-compute JSON encoder gives the row-by-row encoder's bytes (golden rows written
-    by hand): escaping, NaN/inf as null, float32 as its double, ISO 8601 times, nested values
-    and maps."""
+    by hand): escaping, NaN/inf as null, float32 as its double, floats with exponents, ISO 8601
+    times, nested values and maps."""
     import pyarrow as pa
 
     from pyspark_rsocket.writer import _encoder
@@ -524,8 +524,34 @@ def test_json_rows_are_encoded_column_by_column_as_before():
         '{"i":-7,"d":0.1,"f":null,"b":null,"s":"é \\"q\\"\\n\\\\","ts":'
         '"1999-12-31T23:59:59.250000+00:00","day":"2000-02-29","m":{},"l":null}'.encode(),
     ]
-    # numbers Arrow prints with an exponent stay valid JSON with the same value
-    wide = pa.RecordBatch.from_pydict({"x": pa.array([1e300, 1.5e-7, -0.0, 1e16, 123456.0])})
-    assert [json.loads(r)["x"] for r in _encoder("json")(wide)] == \
-        [1e300, 1.5e-7, -0.0, 1e16, 123456.0]
-    assert _encoder("json")(wide)[4] == b'{"x":123456.0}'
+    assert _encoder("json", by_column=False)(batch) == got
+    # numbers Arrow prints in another layout: Python's repr, as the row-by-row encoder
+    wide = pa.RecordBatch.from_pydict({"x": pa.array([1e300, 1.5e-7, -0.0, 1e16, 123456.0,
+                                                      1e15, 1e-5])})
+    want = [b'{"x":1e+300}', b'{"x":1.5e-07}', b'{"x":-0.0}', b'{"x":1e+16}',
+            b'{"x":123456.0}', b'{"x":1000000000000000.0}', b'{"x":1e-05}']
+    assert _encoder("json")(wide) == _encoder("json", by_column=False)(wide) == want
+
+
+def test_cbor_map_keys_keep_their_type():
+    """CBOR map keys may be of any type: dates, binary and floats as they are, struct keys as
+    CBOR maps and array keys as CBOR arrays (a dict or list key failed the task before)."""
+    import pyarrow as pa
+
+    from pyspark_rsocket.writer import _encoder
+
+    batch = pa.RecordBatch.from_pydict({
+        "day": pa.array([[(datetime.date(2013, 1, 2), 1)]], pa.map_(pa.date32(), pa.int32())),
+        "bin": pa.array([[(b"\x00\xff", 1)]], pa.map_(pa.binary(), pa.int32())),
+        "nan": pa.array([[(float("inf"), 1)]], pa.map_(pa.float64(), pa.int32())),
+        "pair": pa.array([[({"a": 1, "b": "x"}, 1)]],
+                         pa.map_(pa.struct([("a", pa.int32()), ("b", pa.string())]),
+                                 pa.int32())),
+        "arr": pa.array([[([1, 2], 1)]], pa.map_(pa.list_(pa.int32()), pa.int32())),
+    })
+    for by_column in (True, False):
+        [record] = _encoder("cbor", by_column=by_column)(batch)
+        assert cbor2.loads(record) == {
+            "day": {datetime.date(2013, 1, 2): 1}, "bin": {b"\x00\xff": 1},
+            "nan": {float("inf"): 1}, "pair": {cbor2.frozendict({"a": 1, "b": "x"}): 1},
+            "arr": {(1, 2): 1}}
