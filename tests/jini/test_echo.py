@@ -15,7 +15,14 @@ from rsocket_tx.jini import EchoDispatcher
 from rsocket_tx.jini.config import RIVER_INITIAL_RATION
 from rsocket_tx.jini.connection import JiniMuxConnection, Role
 from rsocket_tx.jini.echo import ECHO_MAX_BUFFERED
-from rsocket_tx.jini.events import DataReceived, RationIncreased, SessionAborted
+from rsocket_tx.jini.events import (
+    ConnectionEstablished,
+    DataReceived,
+    RationIncreased,
+    SessionAborted,
+    SessionClosed,
+    SessionReleased,
+)
 
 from .clock_helpers import server_on_clock
 from .conn_helpers import river_config
@@ -65,8 +72,8 @@ class WriteThenRead:
         elif isinstance(event, SessionAborted):
             self.aborted = event
         else:
-            assert isinstance(event, RationIncreased) or type(event).__name__ in (
-                "ConnectionEstablished", "SessionClosed", "SessionReleased"), event
+            assert isinstance(event, (ConnectionEstablished, RationIncreased, SessionClosed,
+                                      SessionReleased)), event
 
     def run(self, body: bytes) -> bytes:
         """Write ``body`` whole (failing if the exchange stalls first), then read."""
