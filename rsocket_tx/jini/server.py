@@ -60,6 +60,29 @@ class Dispatcher:
 
     One dispatcher is made per connection (``dispatcher_factory()``), like a Twisted
     protocol; state shared by all connections belongs to the factory that makes them.
+
+    .. warning:: **Clients that write before they read.** Apache River's client writes the
+       whole request body before it reads the response, and grants no ration for the
+       response beyond its header's (32,768 bytes) until then, while the ration it gets for
+       the request follows this dispatcher's reading of :attr:`InboundRequest.body`
+       (Jini ERI Multiplexing Protocol §Flow Control). A dispatcher that stops reading the
+       body to wait for the client to take its response (``await response.when_drained()``,
+       a paused producer, ``notify_finish()``) before the body has ended deadlocks with it
+       once the response outgrows the client's ration. Until the body has ended, keep
+       reading; bound what waits in the response (``response.pending``, bytes) and abort
+       past the bound rather than wait::
+
+           async def dispatch(self, request):
+               response = request.response
+               async for chunk in request.body:
+                   response.write(transform(chunk))
+                   if response.pending > LIMIT:
+                       request.abort(True, "response backlog too large")
+                       return
+
+       Or read the whole body first (bounded), then write. The demo
+       :class:`~rsocket_tx.jini.echo.EchoDispatcher` does the former, with a per-connection
+       bound.
     """
 
     def dispatch(self, request: InboundRequest) -> Deferred[Any] | Any:

@@ -26,12 +26,14 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 
 import peers
 import pytest
 import pytest_twisted
 import river_peer
 import twisted_support
+from process_support import TWISTD, assert_ended_cleanly, spawn
 from river_peer import command, digest, pattern
 from twisted.internet import defer, reactor, threads
 
@@ -416,6 +418,35 @@ async def test_our_server_slow_reader_does_not_stall_others(river, our_server):
     (result,) = answer["results"]
     assert result["error"] is None, result
     assert json.loads(base64.b64decode(result["b64"])) == digest(pattern(BIG))
+
+
+#: what ``twistd jini-mux`` logs for each endpoint it listens on (group 1: the port)
+TWISTD_LISTENING = re.compile(
+    rb"Jini ERI mux server listening on 127\.0\.0\.1:(\d+) \(endpoint ([^)\n]+)\)")
+
+
+@pytest.mark.parametrize("rations", ["default", "small"])
+@pytest_twisted.ensureDeferred
+async def test_river_client_1_mib_to_the_default_twistd_echo(river, rations):
+    """``twistd jini-mux`` with no ``--dispatcher`` serves the demo EchoDispatcher. River's
+    client writes the whole 1 MiB body before it reads the response and grants no ration for
+    the response until then: the echo must keep reading while its response waits (it once
+    stopped reading when River's ration was spent, and both sides waited for ever)."""
+    river_ration, _ = RATIONS[rations]
+    client = await river.client_deferred(river_ration)
+    process = spawn(["-c", TWISTD, "-n", "--pidfile=", "jini-mux",
+                     "--listen", "tcp:0:interface=127.0.0.1"],
+                    count=1, pattern=TWISTD_LISTENING)
+    try:
+        (port,) = (await wait(process.ready)).values()
+        answer = await wait(client.call_deferred("send", port=port, sizes=[MIB], fresh=True,
+                                                 keep=True))
+        check_echoes(answer["results"])
+        (result,) = answer["results"]
+        assert base64.b64decode(result["b64"]) == pattern(MIB)
+    finally:
+        reason = await process.stop()
+    assert_ended_cleanly(process, reason, shut_down=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -457,7 +457,6 @@ def assert_connection_error(conn, events, reason: str):
     F.LeaseFrame(time=1, number_of_requests=1, stream_id=5),
     F.SetupErrorFrame(error_code=1, stream_id=5),
     F.RequestResponseFrame(stream_id=0),  # stream 0
-    F.RequestResponseFrame(stream_id=2),  # the server's own parity
 ], ids=lambda f: f"{type(f).__name__}-{f.stream_id}")
 def test_frames_on_unknown_streams_are_ignored(frame):
     server = open_server()
