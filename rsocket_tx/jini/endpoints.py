@@ -6,7 +6,9 @@ byte-stream forms of :mod:`rsocket_tx.transports.endpoints` -- a Twisted endpoin
 (``"tcp:host=localhost:port=9000"``, ``"tcp:9000:interface=127.0.0.1"``,
 ``"ssl:9443:privateKey=key.pem:certKey=cert.pem"``, ``"unix:/run/jini.sock"``), a URI
 (``tcp://``, ``tls://``) or an endpoint object -- and URIs whose scheme names the protocol over
-its transport: :data:`URI_PREFIX` ``+ transport``::
+its transport: :data:`URI_PREFIX` ``+ transport``:
+
+.. code-block:: text
 
     jini+tcp://localhost:9000                        (server: jini+tcp://:9000, every interface)
     jini+tls://example.com:9443?trustRoots=ca.pem    (server: ?privateKey=..&certKey=..)
