@@ -41,8 +41,8 @@ def test_subscribe_defaults():
 
 def test_publish_defaults_and_options():
     args = parse_args(["rsnet", "publish", "tcp:host=h:port=1", "lines"])
-    assert (args.through, args.serve_only, args.data_file) == ("echo/lines", False, "-")
-    args = parse_args(["rsnet", "publish", "ep", "lines", "--through", "relay", "-d", "3",
+    assert (args.through, args.serve_only, args.data) == ("echo/lines", False, "-")
+    args = parse_args(["rsnet", "publish", "ep", "lines", "--through", "relay", "--demand", "3",
                        "--max-part-size", "100", "--timeout", "2.5", "-o", "raw"])
     assert (args.through, args.demand, args.timeout, args.output) == ("relay", 3, 2.5, "raw")
     assert args.config.max_part_size == 100
@@ -55,6 +55,7 @@ def test_publish_defaults_and_options():
     (["subscribe", "ep", "n", "--limit", "many"], "--limit: expected an integer"),
     (["subscribe", "ep", "n", "--hello-timeout", "0"], "--hello-timeout: must be an integer"),
     (["subscribe", "ep", "n", "--drain-timeout", "5"], "unrecognized arguments: --drain"),
+    (["subscribe", "ep", "n", "-d", "2"], "unrecognized arguments: -d 2"),  # -d: data only
     (["subscribe", "ep"], "the following arguments are required: NAME"),
     (["publish", "ep", "n", "--through", "x", "--serve-only"], "either --through or"),
     (["nope", "ep"], "invalid choice: 'nope'"),
