@@ -23,8 +23,11 @@ MIME type they select by default), after which ``--metadata`` may add entries of
 
 Values of ``--data``, ``--metadata``, ``--setup-data`` and ``--setup-metadata``: ``TEXT`` (the
 literal, UTF-8), ``@FILE`` (the file's bytes), ``-`` (all of standard input), ``@@TEXT`` (the
-literal ``@TEXT``). Only one of them may read standard input. ``channel`` sends one payload per
-line of its data (standard input by default); the metadata goes with the first payload only.
+literal ``@TEXT``). Only one of them may read standard input. ``DATA`` (the last positional
+argument) and ``--data-file FILE`` are the same as ``--data``; give the data once. Every
+protocol's client commands (``jini``, ``rsnet``, ``rs2015``) take their payload with these
+same options (:func:`add_payload_arguments`). ``channel`` sends one payload per line of its
+data (standard input by default); the metadata goes with the first payload only.
 
 Output (``--output``):
 
@@ -103,6 +106,10 @@ __all__ = [
     "EXIT_TIMEOUT",
     "EXIT_INTERRUPTED",
     "Streams",
+    "add_payload_arguments",
+    "resolve_payload_arguments",
+    "read_source",
+    "PAYLOAD_SOURCES",
     "exit_status_for",
     "format_data",
     "parse_timeout",
@@ -220,6 +227,69 @@ def package_version() -> str:
 
 _SOURCE_HELP = "TEXT, @FILE or - (standard input)"
 
+#: The payload options whose values :func:`read_source` reads, as ``argparse`` destinations:
+#: at most one of them may read standard input.
+PAYLOAD_SOURCES = ("data", "metadata", "setup_data", "setup_metadata")
+
+
+def add_payload_arguments(p: argparse.ArgumentParser, *, data: str | None,
+                          metadata: str | None = None, setup: bool = False) -> None:
+    """Add the payload arguments of a client command: the one grammar of every ``rsocket-tx``
+    command, whatever its protocol (docs/cli.rst, *The payload*). Each value is ``TEXT``,
+    ``@FILE``, ``-`` (standard input) or ``@@TEXT`` (:func:`read_source`):
+
+    * the data, given once: ``DATA`` (positional, optional, after the positionals ``p`` has
+      already), ``--data``/``-d DATA``, or ``--data-file``/``-f FILE`` (``-d @FILE``;
+      ``-``: standard input);
+    * ``--metadata``/``-m METADATA``, where the protocol has metadata;
+    * ``--setup-data`` and ``--setup-metadata``, where the protocol has a SETUP payload.
+
+    :func:`resolve_payload_arguments` then checks them (in the command's validation).
+
+    :param p: the command's parser.
+    :param data: the help of the data (what it is to this command); None: no data.
+    :param metadata: the help of ``--metadata``; None: no metadata.
+    :param setup: add ``--setup-data`` and ``--setup-metadata``.
+    """
+    if data is not None:
+        p.add_argument("data_arg", metavar="DATA", nargs="?",
+                       help=f"the same as --data (give the data once): {data}")
+        p.add_argument("--data", "-d", metavar="DATA", help=f"{data}: {_SOURCE_HELP}")
+        p.add_argument("--data-file", "-f", metavar="FILE",
+                       help="the same as --data @FILE (- for standard input)")
+    if metadata is not None:
+        p.add_argument("--metadata", "-m", metavar="METADATA",
+                       help=f"{metadata}: {_SOURCE_HELP}")
+    if setup:
+        p.add_argument("--setup-data", metavar="DATA", help=f"SETUP payload data: {_SOURCE_HELP}")
+        p.add_argument("--setup-metadata", metavar="METADATA",
+                       help=f"SETUP payload metadata: {_SOURCE_HELP}")
+
+
+def resolve_payload_arguments(args: argparse.Namespace, default: str | None = None) -> None:
+    """Check the arguments of :func:`add_payload_arguments` (after argparse) and set
+    ``args.data`` to the data's value for :func:`read_source`, whichever way it was given
+    (``default`` when it was not: None, empty data, or ``"-"``, standard input).
+
+    :raises SettingsError: the data given more than once, or more than one option reading
+        standard input.
+    """
+    data_file = getattr(args, "data_file", None)
+    if data_file is not None and data_file != "-":
+        # (@FILE; a name starting with @ as ./@NAME, or @@ would make it a literal)
+        data_file = "@" + (f"./{data_file}" if data_file.startswith("@") else data_file)
+    given = [(name, value) for name, value in (
+        ("DATA", getattr(args, "data_arg", None)), ("--data", getattr(args, "data", None)),
+        ("--data-file", data_file)) if value is not None]
+    if len(given) > 1:
+        raise SettingsError("give the data once: as DATA, with --data or with --data-file"
+                            f" (got {' and '.join(name for name, _ in given)})")
+    args.data = given[0][1] if given else default
+    stdin_users = [name for name in PAYLOAD_SOURCES if getattr(args, name, None) == "-"]
+    if len(stdin_users) > 1:
+        shown = ", ".join("--" + n.replace("_", "-") for n in stdin_users)
+        raise SettingsError(f"only one option can read standard input, got '-' for {shown}")
+
 
 def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument(
@@ -230,21 +300,8 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
         " (tcp:host=H:port=P, tls:host=H:port=P:trustRoots=CADIR, ws:host=H:port=P:path=/P,"
         " wss:host=H:port=P:path=/P)",
     )
-    if command == "channel":
-        data_help = f"payload data, one payload per line: {_SOURCE_HELP}; default: standard input"
-    elif command == "metadata-push":
-        data_help = argparse.SUPPRESS
-    else:
-        data_help = f"payload data: {_SOURCE_HELP}; default empty"
-        if command == "stream":
-            data_help += " (the demo responder reads a decimal count)"
-    p.add_argument("--data", "-d", metavar="DATA", help=data_help)
-    metadata_help = f"payload metadata: {_SOURCE_HELP}; default: none (no M flag)"
-    if command == "metadata-push":
-        metadata_help = f"the metadata to push (required): {_SOURCE_HELP}"
-    elif command == "channel":
-        metadata_help = f"metadata of the first payload: {_SOURCE_HELP}; default: none"
-    p.add_argument("--metadata", "-m", metavar="METADATA", help=metadata_help)
+    add_payload_arguments(p, data=_data_help(command), metadata=_metadata_help(command),
+                          setup=True)
     if command != "metadata-push":
         p.add_argument(
             "--route", "-r", metavar="ROUTE",
@@ -280,10 +337,6 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
         metavar="MIME",
         help=f"SETUP metadata MIME type (default: {COMPOSITE_METADATA} when --route, --auth-*"
         f" or a per-stream --data-mime is given, else {DEFAULT_MIME})",
-    )
-    p.add_argument("--setup-data", metavar="DATA", help=f"SETUP payload data: {_SOURCE_HELP}")
-    p.add_argument(
-        "--setup-metadata", metavar="METADATA", help=f"SETUP payload metadata: {_SOURCE_HELP}"
     )
     if command in ("stream", "channel"):
         p.add_argument("--take", metavar="N", help="stop (CANCEL) after N payloads; default: all")
@@ -343,6 +396,25 @@ def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
             help="text: each payload's data (raw bytes) on its own line;"
             " json: one object per payload (default text)",
         )
+
+
+def _data_help(command: str) -> str | None:
+    """The help of a client command's data (None: it has none)."""
+    if command == "channel":
+        return "the payloads' data, one payload per line; default: standard input"
+    if command == "metadata-push":
+        return None
+    if command == "stream":
+        return "the payload's data (the demo responder reads a decimal count); default empty"
+    return "the payload's data; default empty"
+
+
+def _metadata_help(command: str) -> str:
+    if command == "metadata-push":
+        return "the metadata to push (required)"
+    if command == "channel":
+        return "the first payload's metadata; default: none"
+    return "the payload's metadata; default: none (no M flag)"
 
 
 def _add_serve_options(p: argparse.ArgumentParser) -> None:
@@ -495,18 +567,9 @@ def _validate_client(args: argparse.Namespace) -> None:
     args.connect_timeout = _parse_seconds("connect-timeout", args.connect_timeout,
                                           DEFAULT_CONNECT_TIMEOUT)
     _validate_extensions(args)
-    if args.command == "channel" and args.data is None:
-        args.data = "-"
+    resolve_payload_arguments(args, "-" if args.command == "channel" else None)
     if args.command == "metadata-push" and args.metadata is None:
         raise SettingsError("--metadata: required by metadata-push")
-    stdin_users = [
-        name
-        for name in ("data", "metadata", "setup_data", "setup_metadata")
-        if getattr(args, name) == "-"
-    ]
-    if len(stdin_users) > 1:
-        shown = ", ".join("--" + n.replace("_", "-") for n in stdin_users)
-        raise SettingsError(f"only one option can read standard input, got '-' for {shown}")
 
 
 def parse_timeout(value) -> float | None:

@@ -2,16 +2,18 @@
 
 Examples::
 
-    rsocket-tx jini request jini+tcp://localhost:9000 hello          # prints hello
-    rsocket-tx jini request tcp:host=localhost:port=9000 --data-file request.bin -o raw
-    rsocket-tx jini request 'jini+tls://example.com:9443?trustRoots=ca.pem' hello
-    echo hello | rsocket-tx jini request jini+tcp://localhost:9000 --data-file -
-    rsocket-tx jini request jini+tcp://localhost:9000 hi --repeat 1000 --concurrency 128
-    rsocket-tx jini request jini+tcp://localhost:9000 hi --initial-ration 256 --fragment-size 100
+    rsocket-tx jini request jini+tcp://localhost:9000 -d hello       # prints hello
+    rsocket-tx jini request tcp:host=localhost:port=9000 -d @request.bin -o raw
+    rsocket-tx jini request 'jini+tls://example.com:9443?trustRoots=ca.pem' -d hello
+    echo hello | rsocket-tx jini request jini+tcp://localhost:9000 -d -
+    rsocket-tx jini request jini+tcp://localhost:9000 -d hi --repeat 1000 --concurrency 128
+    rsocket-tx jini request jini+tcp://localhost:9000 -d hi --initial-ration 256 --fragment-size 100
     rsocket-tx jini ping jini+tcp://localhost:9000 --count 3
 
-The request body is ``DATA`` (the text typed, UTF-8), or the bytes of ``--data-file FILE``
-(``-``: standard input), or empty. Each response is written to standard output: ``text``
+The request body is given as for every ``rsocket-tx`` command: ``--data``/``-d`` ``TEXT``
+(UTF-8), ``@FILE`` (its bytes), ``-`` (standard input) or ``@@TEXT`` (the literal ``@TEXT``);
+``DATA`` (positional) and ``--data-file FILE`` are the same; without any, the body is empty.
+Each response is written to standard output: ``text``
 (default) the response bytes and a newline; ``raw`` the bytes alone; ``json`` one line
 ``{"data": TEXT}`` (``{"data_base64": ...}`` when the bytes are not UTF-8).
 
@@ -27,7 +29,6 @@ The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.cli`), which calls
 from __future__ import annotations
 
 import argparse
-import os
 
 from twisted.internet.defer import Deferred, DeferredSemaphore
 
@@ -38,10 +39,13 @@ from ..faces.cli import (
     EXIT_USAGE,
     Streams,
     UsageError,
+    add_payload_arguments,
     await_command,
     exit_status_for,
     format_data,
     parse_timeout,
+    read_source,
+    resolve_payload_arguments,
 )
 from ..faces.serving import SettingsError, parse_int_option
 from .errors import (
@@ -95,11 +99,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     request = sub.add_parser("request", **_summary(
         "send a request body on a new session, print the response"))
     request.add_argument("endpoint", metavar="ENDPOINT", help=_ENDPOINT_HELP)
-    request.add_argument("data", metavar="DATA", nargs="?",
-                         help="the request body, as text (UTF-8); default empty")
-    request.add_argument("--data-file", "-f", metavar="FILE",
-                         help="read the request body from FILE (- for standard input)"
-                         " instead of DATA")
+    add_payload_arguments(request, data="the request body; default empty")
     request.add_argument("--repeat", "-n", metavar="N",
                          help="send the request N times (default 1); the responses are"
                          " printed in order")
@@ -159,9 +159,7 @@ def _validate(args: argparse.Namespace) -> None:
                                 if o.client})
     args.timeout = parse_timeout(args.timeout)
     if args.jini_command == "request":
-        if args.data is not None and args.data_file is not None:
-            raise SettingsError("give the request body either as DATA or with --data-file, "
-                                "not both")
+        resolve_payload_arguments(args)
         args.repeat = parse_int_option("repeat", args.repeat, minimum=1, unit="requests") or 1
         args.concurrency = parse_int_option("concurrency", args.concurrency, minimum=1,
                                             maximum=MAX_CONCURRENCY, unit="requests") or 1
@@ -198,7 +196,7 @@ async def execute(reactor, args: argparse.Namespace, stdin, stdout, stderr) -> i
     body = b""
     if args.jini_command == "request":
         try:
-            body = _read_body(args, stdin)
+            body = read_source(args.data, stdin) or b""
         except OSError as e:
             out.error(f"cannot read input: {e}")
             return EXIT_USAGE
@@ -214,15 +212,6 @@ async def execute(reactor, args: argparse.Namespace, stdin, stdout, stderr) -> i
                                  lambda e: _exit_status_for(e, args.endpoint, out))
     await client.close()
     return status
-
-
-def _read_body(args: argparse.Namespace, stdin) -> bytes:
-    if args.data_file == "-":
-        return stdin.read()
-    if args.data_file is not None:
-        with open(args.data_file, "rb") as f:
-            return f.read()
-    return b"" if args.data is None else os.fsencode(args.data)
 
 
 async def _requests(client, body: bytes, args: argparse.Namespace, out: Streams) -> int:

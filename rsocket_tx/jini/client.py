@@ -2,7 +2,7 @@
 
 ::
 
-    client = JiniMuxClient(reactor, "tcp:host=127.0.0.1:port=7879")
+    client = JiniMuxClient(reactor, "jini+tcp://127.0.0.1:7879")
     response = await client.request(b"body")          # one request, whole bodies
 
     outbound = await client.new_request()              # streaming both ways
@@ -27,9 +27,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from ..bridge import failure_for
-from ..transports.endpoints import client_endpoint
 from .config import JiniMuxConfig
 from .connection import Role, SessionState
+from .endpoints import client_endpoint
 from .errors import ConnectionTerminatedError, SessionAbortedError
 from .events import SessionClosed, SessionReleased
 from .protocol import JiniMuxProtocol
@@ -231,12 +231,15 @@ class JiniMuxClient:
     """Requests to one Jini ERI mux server, over as many connections as needed.
 
     :param reactor: the reactor.
-    :param endpoint: where the server listens: an ``IStreamClientEndpoint``, a Twisted client
-        endpoint string (``"tcp:host=127.0.0.1:port=7879"``, ``"tls:host=...:port=..."``) or
-        a URI (``"tcp://127.0.0.1:7879"``, ``"tls://host:7879?trustRoots=ca.pem"``).
+    :param endpoint: where the server listens: a URI (``"jini+tcp://127.0.0.1:7879"``,
+        ``"jini+tls://host:7879?trustRoots=ca.pem"``; ``tcp://`` and ``tls://`` alike), a
+        Twisted client endpoint string (``"tcp:host=127.0.0.1:port=7879"``,
+        ``"tls:host=...:port=..."``) or an ``IStreamClientEndpoint``
+        (:func:`rsocket_tx.jini.endpoints.client_endpoint`).
     :param config: the connection settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`;
         default River's).
-    :raises ValueError: a bad endpoint string.
+    :raises ValueError: a bad endpoint string or URI (a WebSocket one among them: the mux
+        needs a byte stream).
     """
 
     def __init__(self, reactor: Any, endpoint: Any, config: JiniMuxConfig | None = None) -> None:

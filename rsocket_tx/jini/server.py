@@ -35,11 +35,11 @@ from twisted.python.failure import Failure
 from zope.interface import implementer  # type: ignore[import-untyped]
 
 from ..interfaces import IConnectionObserver
-from ..transports.endpoints import server_endpoint
 from ..transports.limits import ConnectionLimit, RefusedConnection
 from ..transports.listening import ServerPort, listen
 from .config import JiniMuxConfig
 from .connection import Role, SessionState
+from .endpoints import server_endpoint
 from .errors import ConnectionTerminatedError, SessionAbortedError
 from .events import AcknowledgmentReceived, SessionOpened
 from .protocol import JiniMuxProtocol
@@ -496,17 +496,20 @@ def serve(reactor: Any, endpoint: Any, dispatcher_factory: Any,
     """Serve the Jini ERI mux on ``endpoint``.
 
     :param reactor: the reactor.
-    :param endpoint: a Twisted server endpoint string (``"tcp:7879:interface=127.0.0.1"``,
-        ``"ssl:7879:privateKey=key.pem:certKey=cert.pem"``), a URI (``"tcp://:7879"``,
-        ``"tls://:7879?privateKey=key.pem&certKey=cert.pem"``) or an
-        ``IStreamServerEndpoint``.
+    :param endpoint: a URI (``"jini+tcp://127.0.0.1:7879"``, ``"jini+tcp://:7879"`` = every
+        IPv4 interface, ``"jini+tls://:7879?privateKey=key.pem&certKey=cert.pem"``;
+        ``tcp://`` and ``tls://`` alike), a Twisted server endpoint string
+        (``"tcp:7879:interface=127.0.0.1"``, ``"ssl:7879:privateKey=key.pem:certKey=cert.pem"``,
+        ``"mtls:..."``, ``"unix:/path"``) or an ``IStreamServerEndpoint``
+        (:func:`rsocket_tx.jini.endpoints.server_endpoint`).
     :param dispatcher_factory: a zero-argument callable making a :class:`Dispatcher` per
         connection (a Dispatcher subclass works).
     :param config: the settings (:class:`~rsocket_tx.jini.config.JiniMuxConfig`).
     :returns: a Deferred firing with the ``IListeningPort``; its ``factory`` is the
         :class:`JiniMuxServerFactory` (``port.factory.close_connections()`` closes the
         connections gracefully).
-    :raises ValueError: a bad endpoint string.
+    :raises ValueError: a bad endpoint string or URI (a WebSocket one among them: the mux
+        needs a byte stream).
     """
     factory = JiniMuxServerFactory(dispatcher_factory, config, reactor)
     return listen(server_endpoint(reactor, endpoint), factory)

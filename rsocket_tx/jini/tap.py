@@ -11,7 +11,8 @@ The pieces are shared with ``rsocket-tx jini serve`` (:mod:`rsocket_tx.jini.cli`
 faces accept the same options, check them the same way and build the same service:
 
 * :func:`server_endpoint` / :func:`client_endpoint` -- endpoint strings and URIs, with the
-  ``jini+tcp://`` and ``jini+tls://`` URI forms;
+  ``jini+tcp://`` and ``jini+tls://`` URI forms (those of :mod:`rsocket_tx.jini.endpoints`,
+  which the library's client and :func:`~rsocket_tx.jini.server.serve` use too);
 * :data:`CONFIG_OPTIONS` -- the :class:`~rsocket_tx.jini.config.JiniMuxConfig` settings as
   command-line options, and :func:`parse_config` to validate them;
 * :func:`parse_server_settings` -- strings in, a validated :class:`JiniServerSettings` out;
@@ -27,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.logger import Logger
 from twisted.python import usage
 
@@ -44,7 +44,6 @@ from ..faces.serving import (
     parse_listen,
 )
 from ..faces.serving import check_listen as check_endpoint
-from ..transports import endpoints
 from ..transports.limits import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from .config import (
     DEFAULT_DRAIN_TIMEOUT,
@@ -59,6 +58,7 @@ from .config import (
     MAX_INITIAL_RATION,
     JiniMuxConfig,
 )
+from .endpoints import URI_PREFIX, client_endpoint, server_endpoint
 
 __all__ = [
     "Options",
@@ -86,11 +86,6 @@ log = Logger()
 DEFAULT_LISTEN = "tcp:9000"
 #: The dispatcher served when no ``--dispatcher`` is given: the demo echo dispatcher.
 DEFAULT_DISPATCHER = "rsocket_tx.jini.echo:EchoDispatcher"
-#: A URI scheme ``jini+X`` names transport ``X`` carrying the Jini ERI mux: ``jini+tcp://``,
-#: ``jini+tls://``.
-URI_PREFIX = "jini+"
-#: Transports that carry messages rather than a byte stream: the mux needs a byte stream.
-_MESSAGE_TRANSPORTS = ("ws", "wss")
 
 LISTEN_HELP = (
     "endpoint to listen on: a Twisted endpoint string (tcp:9000, tcp:9000:interface=127.0.0.1,"
@@ -102,67 +97,8 @@ LISTEN_HELP = (
 
 
 # -- endpoints -----------------------------------------------------------------------------------
-
-
-def _transport_spec(spec):
-    """``spec`` with a ``jini+`` URI scheme replaced by its transport's (``jini+tcp://h:p`` ->
-    ``tcp://h:p``); anything else unchanged.
-
-    :raises ValueError: a WebSocket endpoint (the mux needs a byte stream), or ``jini+`` with
-        no transport after it.
-    """
-    if not isinstance(spec, str):
-        return spec
-    text = spec.strip()
-    if endpoints.is_uri(text):
-        scheme, sep, rest = text.partition("://")
-        name = scheme.lower()
-        if name.startswith(URI_PREFIX):
-            name = name[len(URI_PREFIX):]
-            if not name:
-                raise ValueError(f"missing transport in {spec!r} (write jini+tcp://HOST:PORT "
-                                 "or jini+tls://HOST:PORT)")
-            text = f"{name}{sep}{rest}"
-    else:
-        name = text.partition(":")[0].lower()
-    if name in _MESSAGE_TRANSPORTS:
-        raise ValueError(f"{spec!r}: the Jini ERI mux runs over a byte stream (tcp, tls, ssl, "
-                         "mtls, unix), not over WebSocket")
-    return text
-
-
-def server_endpoint(reactor, spec) -> IStreamServerEndpoint:
-    """Turn ``spec`` into an endpoint to serve the Jini ERI mux on.
-
-    :param reactor: the reactor (``None``: the global reactor).
-    :param spec: a Twisted server endpoint string (``"tcp:9000:interface=127.0.0.1"``,
-        ``"ssl:9443:privateKey=key.pem:certKey=cert.pem"``,
-        ``"mtls:9443:privateKey=key.pem:caCerts=ca.pem"``, ``"unix:/run/jini.sock"``), a URI
-        (``"jini+tcp://127.0.0.1:9000"``, ``"jini+tcp://:9000"`` = every IPv4 interface,
-        ``"jini+tls://:9443?privateKey=key.pem&certKey=cert.pem"``; ``tcp://`` and ``tls://``
-        alike) or an :class:`~twisted.internet.interfaces.IStreamServerEndpoint` (returned
-        unchanged). The forms are those of :func:`rsocket_tx.transports.endpoints.server_endpoint`.
-    :returns: an :class:`~twisted.internet.interfaces.IStreamServerEndpoint`.
-    :raises ValueError: the string cannot be parsed, or names a WebSocket endpoint.
-    :raises TypeError: ``spec`` is neither a string nor a server endpoint.
-    """
-    return endpoints.server_endpoint(reactor, _transport_spec(spec))
-
-
-def client_endpoint(reactor, spec):
-    """Turn ``spec`` into an endpoint to connect to a Jini ERI mux server.
-
-    :param reactor: the reactor (``None``: the global reactor).
-    :param spec: a Twisted client endpoint string (``"tcp:host=localhost:port=9000"``,
-        ``"tls:host=example.com:port=9443:trustRoots=CADIR"``), a URI
-        (``"jini+tcp://localhost:9000"``, ``"jini+tls://example.com:9443?trustRoots=ca.pem"``;
-        ``tcp://`` and ``tls://`` alike) or an
-        :class:`~twisted.internet.interfaces.IStreamClientEndpoint` (returned unchanged).
-    :returns: an :class:`~twisted.internet.interfaces.IStreamClientEndpoint`.
-    :raises ValueError: the string cannot be parsed, or names a WebSocket endpoint.
-    :raises TypeError: ``spec`` is neither a string nor a client endpoint.
-    """
-    return endpoints.client_endpoint(reactor, _transport_spec(spec))
+# (server_endpoint, client_endpoint and URI_PREFIX are those of rsocket_tx.jini.endpoints,
+# which the client and serve() use too)
 
 
 def check_listen(spec: str) -> str:

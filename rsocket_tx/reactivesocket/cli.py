@@ -3,13 +3,17 @@
 Examples::
 
     rsocket-tx rs2015 serve rs2015+tcp://127.0.0.1:7070 --responder rsocket_tx.demo:DemoResponder
-    rsocket-tx rs2015 request rs2015+tcp://localhost:7070 hello
-    rsocket-tx rs2015 fnf rs2015+tcp://localhost:7070 note --metadata m
-    rsocket-tx rs2015 stream rs2015+tcp://localhost:7070 5 --request-n 2 -o json
-    rsocket-tx rs2015 sub rs2015+tcp://localhost:7070 ticks --take 10
+    rsocket-tx rs2015 request rs2015+tcp://localhost:7070 -d hello
+    rsocket-tx rs2015 fnf rs2015+tcp://localhost:7070 -d note --metadata m
+    rsocket-tx rs2015 stream rs2015+tcp://localhost:7070 -d 5 --request-n 2 -o json
+    rsocket-tx rs2015 sub rs2015+tcp://localhost:7070 -d ticks --take 10
     rsocket-tx rs2015 metadata-push rs2015+tcp://localhost:7070 --metadata hello
 
-``DATA`` and ``--metadata`` are ``TEXT``, ``@FILE`` or ``-`` (standard input). Each received
+The payload is given as for every ``rsocket-tx`` command: ``--data``/``-d``, ``--metadata``/``-m``,
+``--setup-data`` and ``--setup-metadata`` take ``TEXT``, ``@FILE``, ``-`` (standard input; one
+of them at most) or ``@@TEXT`` (the literal ``@TEXT``); ``DATA`` (positional) and
+``--data-file FILE`` are the same as ``--data``. ``metadata-push`` has no data and requires
+``--metadata``. Each received
 payload is written to standard output: ``text`` (default) its data and a newline; ``json`` one
 line ``{"data": ..., "metadata": ...}``. ``sub`` runs until ``--take`` items have arrived (then
 cancels), the server's ERROR, or ``--timeout``.
@@ -37,13 +41,16 @@ from ..faces.cli import (
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_USAGE,
+    PAYLOAD_SOURCES,
     Streams,
     UsageError,
+    add_payload_arguments,
     await_command,
     exit_status_for,
     format_payload,
     parse_timeout,
     read_source,
+    resolve_payload_arguments,
 )
 from ..faces.serving import SettingsError, load_class, parse_int_option
 from ..responder import Responder
@@ -63,7 +70,6 @@ DEFAULT_REQUEST_N = 256
 _ENDPOINT_HELP = ("the server: a URI (rs2015+tcp://HOST:PORT, rs2015+tls://HOST:PORT?trustRoots="
                   "CA.pem, rs2015+ws://HOST:PORT/PATH; tcp://, tls://, ws:// too) or a Twisted"
                   " endpoint string (tcp:host=H:port=P)")
-_SOURCE = "TEXT, @FILE or - (standard input)"
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -76,7 +82,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "rs2015", help="the 2015 ReactiveSocket draft: request, fnf, stream, sub,"
         " metadata-push, serve (rs2015 COMMAND --help)",
         description="A client and server of the 2015 ReactiveSocket draft.",
-        epilog="examples:" + (__doc__ or "").split("Examples::", 1)[-1].split("\n\n``DATA``")[0],
+        epilog="examples:" + (__doc__ or "").split("Examples::", 1)[-1].split("\n\nThe payload")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="rs2015_command", metavar="RS2015_COMMAND",
                              parser_class=type(top))
@@ -84,10 +90,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     for name, summary in COMMANDS.items():
         p = sub.add_parser(name, help=summary, description=summary)
         p.add_argument("endpoint", metavar="ENDPOINT", help=_ENDPOINT_HELP)
-        if name != "metadata-push":
-            p.add_argument("data", metavar="DATA", nargs="?", help=f"the data: {_SOURCE}")
-        p.add_argument("--metadata", "-m", metavar="METADATA",
-                       help=f"the metadata: {_SOURCE}")
+        push = name == "metadata-push"
+        add_payload_arguments(
+            p, data=None if push else "the payload's data; default empty",
+            metadata="the metadata to push (required)" if push else
+            "the payload's metadata; default: none (no M flag)", setup=True)
         if name in ("stream", "sub"):
             p.add_argument("--request-n", "-n", metavar="N",
                            help=f"items requested at once (default {DEFAULT_REQUEST_N})")
@@ -96,7 +103,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
                        help="SETUP data MIME type")
         p.add_argument("--metadata-mime", default="application/octet-stream", metavar="MIME",
                        help="SETUP metadata MIME type")
-        p.add_argument("--setup-data", metavar="DATA", help=f"SETUP data: {_SOURCE}")
         p.add_argument("--lease", action="store_true",
                        help="set the SETUP L flag: wait for the server's LEASE")
         p.add_argument("--output", "-o", choices=("text", "json"), default="text",
@@ -129,6 +135,9 @@ def validate(args: argparse.Namespace) -> None:
                                         "rsocket_tx.Responder")
             return
         args.timeout = parse_timeout(args.timeout)
+        resolve_payload_arguments(args)
+        if args.rs2015_command == "metadata-push" and args.metadata is None:
+            raise SettingsError("--metadata: required by metadata-push")
         if args.rs2015_command in ("stream", "sub"):
             args.request_n = parse_int_option("request-n", args.request_n, minimum=1,
                                               maximum=2**31 - 1, unit="items") \
@@ -148,24 +157,25 @@ async def execute(reactor: Any, args: argparse.Namespace, stdin: Any, stdout: An
     if args.rs2015_command == "serve":
         return await _serve(reactor, args, out)
     try:
-        data = None if args.rs2015_command == "metadata-push" else read_source(args.data, stdin)
-        metadata = read_source(args.metadata, stdin)
-        setup_data = read_source(args.setup_data, stdin)
+        data, metadata, setup_data, setup_metadata = (
+            read_source(getattr(args, name), stdin) for name in PAYLOAD_SOURCES)
     except OSError as e:
         out.error(f"cannot read input: {e}")
         return EXIT_USAGE
+    setup = None
+    if setup_data is not None or setup_metadata is not None:
+        setup = Payload(setup_data or b"", setup_metadata)
     return await await_command(reactor, Deferred.fromCoroutine(
-        _client(reactor, args, out, data, metadata, setup_data)), args.timeout, out,
+        _client(reactor, args, out, data, metadata, setup)), args.timeout, out,
         lambda e: _exit_status_for(e, args.endpoint, out))
 
 
 async def _client(reactor: Any, args: argparse.Namespace, out: Streams, data: bytes | None,
-                  metadata: bytes | None, setup_data: bytes | None) -> int:
+                  metadata: bytes | None, setup: Payload | None) -> int:
     from .client import connect
 
     try:
-        rs = await connect(args.endpoint, reactor=reactor,
-                           setup_payload=None if setup_data is None else Payload(setup_data),
+        rs = await connect(args.endpoint, reactor=reactor, setup_payload=setup,
                            data_mime_type=args.data_mime, metadata_mime_type=args.metadata_mime,
                            lease=args.lease, config=ConnectionConfig())
     except ValueError as e:

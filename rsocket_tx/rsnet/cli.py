@@ -8,7 +8,7 @@ Examples::
     rsocket-tx rsnet subscribe 'rsnet+tls://example.com:7881?trustRoots=ca.pem' count/3
     rsocket-tx rsnet subscribe rsnet+ws://localhost:8080/rsnet ints/4 -o json
     printf 'a\\nb\\n' | rsocket-tx rsnet publish rsnet+tcp://localhost:7880 lines
-    printf 'a\\nb\\n' | rsocket-tx rsnet publish rsnet+tcp://localhost:7880 lines --serve-only
+    rsocket-tx rsnet publish rsnet+tcp://localhost:7880 lines -d @lines.txt --serve-only
 
 ``subscribe`` subscribes to the publisher NAME of the server with a demand window of
 ``--demand`` elements (requested up front, topped up by half as elements are printed) and
@@ -16,8 +16,10 @@ prints each element: ``text`` (default) the bytes and a newline; ``raw`` the byt
 ``json`` one line ``{"data": TEXT}`` (``{"data_base64": ...}`` when not UTF-8). ``--limit N``
 cancels after N elements.
 
-``publish`` reads standard input (or ``--data-file``) and publishes each line (without its
-end of line) as one element of the publisher NAME on this side of the connection: the
+``publish`` publishes each line (without its end of line) of its data as one element of the
+publisher NAME on this side of the connection. The data is given as for every ``rsocket-tx``
+command: ``--data``/``-d`` ``TEXT``, ``@FILE``, ``-`` (standard input, the default) or
+``@@TEXT``; ``DATA`` (positional, after NAME) and ``--data-file FILE`` are the same. The
 protocol is symmetric, the server subscribes to the client. To make it do so, ``publish``
 subscribes to the server's publisher ``--through`` (default ``echo/NAME``: the demo server
 subscribes back to NAME and relays it) and prints what comes back; it ends when that
@@ -48,10 +50,13 @@ from ..faces.cli import (
     EXIT_USAGE,
     Streams,
     UsageError,
+    add_payload_arguments,
     await_command,
     exit_status_for,
     format_data,
     parse_timeout,
+    read_source,
+    resolve_payload_arguments,
 )
 from ..faces.serving import SettingsError, parse_int_option
 from .errors import ConnectionClosedError, RSNetError, SubscriptionError
@@ -92,7 +97,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "subscribe to the server's publisher NAME, print its elements"))
     subscribe.add_argument("endpoint", metavar="ENDPOINT", help=_ENDPOINT_HELP)
     subscribe.add_argument("name", metavar="NAME", help="the publisher's name")
-    subscribe.add_argument("--demand", "-d", metavar="N",
+    subscribe.add_argument("--demand", metavar="N",
                            help="the demand window: elements requested up front and at most"
                            " waiting to be printed; half of it is requested again as"
                            f" elements are printed (default {DEFAULT_WINDOW})")
@@ -104,15 +109,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         " subscribe to"))
     publish.add_argument("endpoint", metavar="ENDPOINT", help=_ENDPOINT_HELP)
     publish.add_argument("name", metavar="NAME", help="the name to publish the lines under")
-    publish.add_argument("--data-file", "-f", metavar="FILE", default="-",
-                         help="read the lines from FILE (default -: standard input)")
+    add_payload_arguments(publish, data="the elements, one per line; default: standard input")
     publish.add_argument("--through", metavar="PUBLISHER",
                          help="the server's publisher to subscribe to, which makes it"
                          " subscribe to NAME (default echo/NAME); what it sends is printed")
     publish.add_argument("--serve-only", action="store_true",
                          help="subscribe to nothing: end once a subscription of the server"
                          " to NAME has been sent every line")
-    publish.add_argument("--demand", "-d", metavar="N",
+    publish.add_argument("--demand", metavar="N",
                          help=f"the demand window of --through (default {DEFAULT_WINDOW})")
     _add_output(publish)
     for parser in (subscribe, publish):
@@ -160,6 +164,7 @@ def validate(args: argparse.Namespace) -> None:
         if args.rsnet_command == "subscribe":
             args.limit = parse_int_option("limit", args.limit, minimum=1, unit="elements")
         else:
+            resolve_payload_arguments(args, "-")
             if args.serve_only and args.through is not None:
                 raise SettingsError("give either --through or --serve-only, not both")
             if not args.serve_only and args.through is None:
@@ -199,11 +204,7 @@ async def execute(reactor: Any, args: argparse.Namespace, stdin: Any, stdout: An
     lines: list[bytes] = []
     if args.rsnet_command == "publish":
         try:
-            if args.data_file == "-":
-                data = stdin.read()
-            else:
-                with open(args.data_file, "rb") as f:
-                    data = f.read()
+            data = read_source(args.data, stdin) or b""
         except OSError as e:
             out.error(f"cannot read input: {e}")
             return EXIT_USAGE

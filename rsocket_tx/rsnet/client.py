@@ -84,7 +84,9 @@ def connect(reactor: Any, endpoint: Any, publishers: Publisher | Any = None,
         ``ConnectionRefusedError``), a :class:`~rsocket_tx.transports.tls.TLSError`, a
         :class:`~rsocket_tx.transports.websocket.WebSocketHandshakeError`, or
         :class:`~rsocket_tx.rsnet.errors.ConnectionClosedError` (a version mismatch, no hello
-        within ``config.hello_timeout``). Cancelling it drops the connection.
+        within ``config.hello_timeout``: it fails once the transport is closed, after the
+        *goodbye* this side sent, so that nothing is left unsent if the program then exits).
+        Cancelling it drops the connection.
     :raises ValueError: a bad endpoint string.
     """
     if reactor is None:
@@ -115,9 +117,17 @@ def connect(reactor: Any, endpoint: Any, publishers: Publisher | Any = None,
             result.errback(failure)
 
     def connected(protocol: RSNetProtocol) -> None:
+        def refused(failure: Failure) -> Deferred[None]:
+            # (a version mismatch, no hello in time ...: the connection said goodbye; fail
+            # once the transport is gone, the goodbye written, so that a program that exits
+            # on the failure does not drop it unsent)
+            closed = protocol.when_closed()
+            closed.addBoth(lambda _: failed(failure))
+            return closed
+
         ready = protocol.when_ready()
         hello.append(ready)
-        ready.addCallbacks(succeeded, failed)
+        ready.addCallbacks(succeeded, refused)
 
     connecting.addCallbacks(connected, failed)
     return result

@@ -48,7 +48,7 @@ def test_request_every_option():
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["request", "ep", "text", "--data-file", "f"], "either as DATA or with --data-file"),
+    (["request", "ep", "text", "--data-file", "f"], "give the data once: as DATA, with"),
     (["request", "ep", "--repeat", "0"], "--repeat: must be at least 1"),
     (["request", "ep", "--concurrency", "many"], "--concurrency: expected an integer"),
     (["request", "ep", "--ration", "100"], "--initial-ration: must be a multiple of 256"),

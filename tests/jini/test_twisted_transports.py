@@ -49,6 +49,47 @@ async def test_tls(loop, certs, form):
 
 
 @aio
+async def test_jini_tcp_uri(loop):
+    """``serve`` and ``JiniMuxClient`` take the ``jini+tcp://`` URIs docs/jini.rst lists."""
+    port = await loop.serve(EchoDispatcher, endpoint="jini+tcp://127.0.0.1:0")
+    client = loop.client(None, endpoint=f"jini+tcp://127.0.0.1:{port.getHost().port}")
+    assert await wait(client.request(b"jini uri")) == b"jini uri"
+    everywhere = await loop.serve(EchoDispatcher, endpoint="jini+tcp://:0")  # every interface
+    client = loop.client(None, endpoint=f"JINI+TCP://localhost:{everywhere.getHost().port}")
+    assert await wait(client.request(b"any")) == b"any"
+
+
+@aio
+async def test_jini_tls_uri(loop, certs):
+    port = await loop.serve(EchoDispatcher, endpoint=f"jini+tls://127.0.0.1:0?privateKey="
+                            f"{certs.server_key}&certKey={certs.server_cert}")
+    number = port.getHost().port
+    client = loop.client(None, endpoint=f"jini+tls://localhost:{number}?trustRoots={certs.ca}")
+    body = pattern(70_000)
+    assert await wait(client.request(body)) == body
+    untrusted = loop.client(None, endpoint=f"jini+tls://localhost:{number}"
+                            f"?trustRoots={certs.other_ca}")
+    with pytest.raises(Exception):  # noqa: B017 - the TLS error type depends on the side
+        await wait(untrusted.request(b"never"))
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("jini+ws://localhost:9000/x", "not over WebSocket"),
+    ("jini+://localhost:9000", "missing transport"),
+    ("jini+udp://localhost:9000", "unsupported URI scheme 'udp'"),
+])
+def test_bad_jini_uris_raise_at_the_call(spec, message):
+    from twisted.internet import reactor
+
+    from rsocket_tx.jini import JiniMuxClient, serve
+
+    with pytest.raises(ValueError, match=message):
+        JiniMuxClient(reactor, spec)
+    with pytest.raises(ValueError, match=message):
+        serve(reactor, spec.replace("localhost", ""), EchoDispatcher)
+
+
+@aio
 async def test_tls_wrong_ca_fails_the_request(loop, certs):
     spec = f"tls://127.0.0.1:0?privateKey={certs.server_key}&certKey={certs.server_cert}"
     port = await loop.serve(EchoDispatcher, endpoint=spec)

@@ -37,6 +37,12 @@ def note(data: bytes) -> None:
 
 
 class CliResponder(Responder):
+    setups: list = []
+
+    def accept_setup(self, setup):
+        CliResponder.setups.append(setup)
+        return super().accept_setup(setup)
+
     def request_response(self, payload):
         if payload.data == b"fail":
             raise E.RejectedError("no thanks")
@@ -97,7 +103,23 @@ async def test_fnf_and_metadata_push(url):
     assert pushed == [b"from stdin", b"meta"]
 
 
+@aio
+async def test_setup_payload_reaches_the_server(url):
+    """``--setup-data`` and ``--setup-metadata`` (the SETUP payload, as RSocket's commands
+    take it), in the forms of ``--data``."""
+    CliResponder.setups.clear()
+    status, out, err = await cli("rs2015", "request", url, "-d", "x", "--setup-data", "sd",
+                                 "--setup-metadata", "-", stdin=b"setup meta")
+    assert (status, out, err) == (EXIT_OK, b"X\n", "")
+    [setup] = CliResponder.setups
+    assert setup.payload == Payload(b"sd", b"setup meta")
+
+
 def test_usage_errors():
+    with pytest.raises(UsageError, match="--metadata: required by metadata-push"):
+        parse_args(["rs2015", "metadata-push", "tcp://h:1"])
+    with pytest.raises(UsageError, match="only one option can read standard input"):
+        parse_args(["rs2015", "fnf", "tcp://h:1", "-d", "-", "--setup-data", "-"])
     with pytest.raises(UsageError, match="request-n"):
         parse_args(["rs2015", "stream", "tcp://h:1", "x", "--request-n", "0"])
     with pytest.raises(UsageError, match="responder"):

@@ -13,6 +13,7 @@ from twisted.internet import defer, reactor
 from twisted_support import run_command
 
 from rsocket_tx.cli import parse_args
+from rsocket_tx.rsnet import codec as C
 from rsocket_tx.rsnet.cli import read_lines
 from rsocket_tx.rsnet.config import RSNetConfig
 from rsocket_tx.rsnet.demo import DemoPublisher
@@ -21,7 +22,7 @@ from rsocket_tx.rsnet.publishers import DEFAULT_WINDOW
 from rsocket_tx.rsnet.server import serve
 
 from .test_faces_tap import spawn
-from .twisted_helpers import wait
+from .twisted_helpers import wait, wire_server
 
 aio = pytest_twisted.ensureDeferred
 CLI = "from rsocket_tx.cli import main; main()"
@@ -40,8 +41,8 @@ def test_subscribe_defaults():
 
 def test_publish_defaults_and_options():
     args = parse_args(["rsnet", "publish", "tcp:host=h:port=1", "lines"])
-    assert (args.through, args.serve_only, args.data_file) == ("echo/lines", False, "-")
-    args = parse_args(["rsnet", "publish", "ep", "lines", "--through", "relay", "-d", "3",
+    assert (args.through, args.serve_only, args.data) == ("echo/lines", False, "-")
+    args = parse_args(["rsnet", "publish", "ep", "lines", "--through", "relay", "--demand", "3",
                        "--max-part-size", "100", "--timeout", "2.5", "-o", "raw"])
     assert (args.through, args.demand, args.timeout, args.output) == ("relay", 3, 2.5, "raw")
     assert args.config.max_part_size == 100
@@ -54,6 +55,7 @@ def test_publish_defaults_and_options():
     (["subscribe", "ep", "n", "--limit", "many"], "--limit: expected an integer"),
     (["subscribe", "ep", "n", "--hello-timeout", "0"], "--hello-timeout: must be an integer"),
     (["subscribe", "ep", "n", "--drain-timeout", "5"], "unrecognized arguments: --drain"),
+    (["subscribe", "ep", "n", "-d", "2"], "unrecognized arguments: -d 2"),  # -d: data only
     (["subscribe", "ep"], "the following arguments are required: NAME"),
     (["publish", "ep", "n", "--through", "x", "--serve-only"], "either --through or"),
     (["nope", "ep"], "invalid choice: 'nope'"),
@@ -169,6 +171,27 @@ async def test_publish_serve_only_to_a_server_that_subscribes_by_itself(tmp_path
     finally:
         await port.stopListening()
         await wait(defer.DeferredList([p.close() for p in list(port.factory.protocols)]))
+
+
+@aio
+async def test_an_unsupported_server_version_is_said_goodbye_to_before_the_exit():
+    """Draft §Protocol negotiation: the side that receives a hello of a version it does not
+    support MUST send goodbye and close. The command ends (and ``main`` stops the reactor)
+    only once its transport is closed, its goodbye written."""
+    port, connected = await wire_server()
+    try:
+        command = defer.ensureDeferred(run(
+            ["rsnet", "subscribe", f"rsnet+tcp://127.0.0.1:{port.getHost().port}", "count"]))
+        peer = await wait(connected)
+        peer.send(C.ServerHello(version=3))
+        result = await wait(command)
+        assert result.status == 3 and "unsupported protocol version 3" in result.err
+        assert peer.lost.called  # the server saw the close already ...
+        goodbye = peer.messages[-1]  # ... after the goodbye
+        assert isinstance(goodbye, C.Goodbye), peer.messages
+        assert "unsupported protocol version 3" in goodbye.reason
+    finally:
+        await port.stopListening()
 
 
 @aio
