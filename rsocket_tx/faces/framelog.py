@@ -94,8 +94,8 @@ def _describe_entry(entry: CompositeEntry, secrets: Iterable[bytes]) -> str:
     return f"{entry.mime_type}:{_shown_bytes(entry.content, secrets)}"
 
 
-def describe_metadata(metadata: bytes, mime_type: str | None, secrets: Iterable[bytes] = (),
-                      *, fragment: bool = False) -> str:
+def describe_metadata(metadata: bytes | bytearray | memoryview, mime_type: str | None,
+                      secrets: Iterable[bytes] = (), *, fragment: bool = False) -> str:
     """A frame's metadata for the log, with no credential in it (see the module docstring).
 
     :param metadata: the metadata bytes.
@@ -147,8 +147,9 @@ def describe_frame(frame, secrets: Iterable[bytes] = (), *, metadata_mime_type: 
     name = getattr(frame_type, "name", None) or type(frame).__name__
     if not dataclasses.is_dataclass(frame):
         return f"{name} {frame!r}"
-    if name == "SETUP" and isinstance(getattr(frame, "metadata_mime_type", None), bytes):
-        metadata_mime_type = _mime_type(frame.metadata_mime_type)
+    setup_mime_type = getattr(frame, "metadata_mime_type", None)
+    if name == "SETUP" and isinstance(setup_mime_type, bytes):
+        metadata_mime_type = _mime_type(setup_mime_type)
     fragment = continuation or bool(getattr(frame, "follows", False))
     parts = [name, f"stream={getattr(frame, 'stream_id', 0)}"]
     for field in dataclasses.fields(frame):
