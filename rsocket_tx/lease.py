@@ -28,6 +28,7 @@ from .core import errors as E
 from .core.errors import LeaseError
 from .core.lease import (
     DEFAULT_LEASE_GRACE,
+    DEFAULT_LEASE_INTERVAL,
     LEASE_EXPIRED,
     LEASE_USED_UP,
     MAX_LEASE_VALUE,
@@ -38,6 +39,8 @@ from .core.lease import (
     LeasePolicy,
     LeaseStats,
     UnlimitedLeasePolicy,
+    policy_interval,
+    policy_lease,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DEFAULT_LEASE_GRACE",
+    "DEFAULT_LEASE_INTERVAL",
     "LEASE_EXPIRED",
     "LEASE_USED_UP",
     "MAX_LEASE_VALUE",
@@ -210,13 +214,21 @@ class LeaseHandle:
         if not conn.is_detached:  # a resumable session without transport: at the resume
             now = host.reactor.seconds()
             try:
-                lease = self.policy.next_lease(now, conn.lease_stats())
+                lease = policy_lease(self.policy, now, conn.lease_stats())
                 if lease is not None:
                     conn.send_lease(lease, now)
             except Exception:  # noqa: BLE001 - a policy bug must not kill the connection
-                host.log.failure("the lease policy {policy!r} failed", policy=self.policy)
+                host.log.failure("the lease policy {policy!r} failed in next_lease(); no "
+                                 "LEASE this round", policy=self.policy)
             host.flush()  # (held to the end of the read when one is being handled)
-        self._call = host.reactor.callLater(self.policy.interval / 1000.0, self._round)
+        try:
+            interval = policy_interval(self.policy)
+        except Exception:  # noqa: BLE001
+            host.log.failure("the lease policy {policy!r} has a bad interval; the next round "
+                             "in {default} ms", policy=self.policy,
+                             default=DEFAULT_LEASE_INTERVAL)
+            interval = DEFAULT_LEASE_INTERVAL
+        self._call = host.reactor.callLater(interval / 1000.0, self._round)
 
     def lease_received(self) -> None:
         """A LEASE arrived: wake who waits for one."""

@@ -303,6 +303,8 @@ class LoadbalanceRSocket:
         :func:`rsocket_tx.connect` takes them; the string is the key), or
         :class:`LoadbalanceTarget` objects.
     :param strategy: a :class:`LoadbalanceStrategy`; None: :class:`RoundRobinStrategy`.
+        If its ``select`` raises (or returns no target it was given), the failure is logged
+        with its traceback and that request goes to the next target in round-robin order.
     :param reactor: the ``IReactorTime`` for delays, timeouts and latency; None: the global
         reactor.
     :param wait_timeout: milliseconds a request made while no target is connected waits for
@@ -331,6 +333,7 @@ class LoadbalanceRSocket:
         self.reactor = reactor
         self.strategy: LoadbalanceStrategy = RoundRobinStrategy() if strategy is None \
             else strategy
+        self._fallback = RoundRobinStrategy()  # when the strategy fails
         backoff = Backoff() if backoff is None else backoff
         if backoff.max_attempts is not None:
             backoff = dataclasses.replace(backoff, max_attempts=None)
@@ -435,10 +438,22 @@ class LoadbalanceRSocket:
     # -- choosing --------------------------------------------------------------------------
 
     def _pick(self) -> PooledTarget | None:
+        """The strategy's choice among the connected targets (None: none is). A strategy
+        that raises, or chooses something else than one of them, is logged and round-robin
+        chooses instead: a bug in it must not stop the requests."""
         available = self.available
         if not available:
             return None
-        return self.strategy.select(available, self.reactor.seconds())
+        try:
+            target = self.strategy.select(available, self.reactor.seconds())
+            if not any(target is t for t in available):
+                raise ValueError(f"select() must return one of the targets it was given, "
+                                 f"got {target!r:.80}")
+        except Exception:  # noqa: BLE001
+            log.failure("the load-balancing strategy {strategy!r} failed; choosing "
+                        "round-robin", strategy=self.strategy)
+            target = self._fallback.select(available, self.reactor.seconds())
+        return target
 
     def _wake(self) -> None:
         while self._waiters:

@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import enum
+import math
 import random as _random
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -241,6 +242,12 @@ class ReconnectingRSocket:
     :param retry_if: ``callable(exception) -> bool`` deciding whether a failed attempt is
         retried (e.g. not a TLS verification failure); None: always. A False gives up (FAILED).
     :param random: ``callable() -> float`` in [0, 1) for the jitter; None: ``random.random``.
+
+    A user's callable that raises does not stop the client: the exception is logged with its
+    traceback (``log.failure``) and the client carries on: ``connect`` raising (or returning
+    no Deferred) is a failed attempt; ``retry_if`` raising retries; ``random`` raising means
+    no jitter; a ``backoff`` whose ``delay()`` raises (or gives no finite delay >= 0) waits
+    :data:`DEFAULT_MAX_DELAY`; an observer raising is skipped (see :meth:`add_observer`).
     :param name: what the log lines call this client (default: ``"client"``).
     :raises ValueError: a setting out of range.
     """
@@ -301,18 +308,37 @@ class ReconnectingRSocket:
 
     def add_observer(self, observer: Callable[[ReconnectingRSocket, ReconnectState], None]
                      ) -> None:
-        """Call ``observer(client, state)`` at every change of :attr:`state`."""
+        """Call ``observer(client, state)`` at every change of :attr:`state`.
+
+        :param observer: a callable taking this client and the new :class:`ReconnectState`
+            (its return value is ignored). It is called synchronously, in the event loop,
+            right after :attr:`state` changes and before anything else happens in that state
+            (for CONNECTED: before the requests that waited go out); observers are called in
+            the order they were added. An exception it raises is logged with its traceback
+            (``log.failure``, namespace ``rsocket_tx.reconnect``) and otherwise ignored: the
+            client carries on and the other observers are still called.
+        """
         self._observers.append(observer)
 
     def remove_observer(self, observer: Callable[[ReconnectingRSocket, ReconnectState], None]
                         ) -> None:
-        """Stop calling ``observer``."""
+        """Stop calling ``observer``.
+
+        :raises ValueError: ``observer`` was not added.
+        """
         self._observers.remove(observer)
 
     def _set_state(self, state: ReconnectState) -> None:
         self._state = state
         for observer in list(self._observers):
-            observer(self, state)
+            if observer not in self._observers:  # removed by an earlier one
+                continue
+            try:
+                observer(self, state)
+            except Exception:  # noqa: BLE001 - a user's bug must not wedge the client
+                log.failure("{name}: the observer {observer!r} raised on the state "
+                            "{state}; ignored", name=self.name, observer=observer,
+                            state=state.value)
 
     # -- the connection loop ---------------------------------------------------------------
 
@@ -332,7 +358,11 @@ class ReconnectingRSocket:
         self._set_state(ReconnectState.CONNECTING)
         try:
             d = self._connect()
-        except Exception:
+            if not isinstance(d, Deferred):
+                raise TypeError(f"the connect callable must return a Deferred, got {d!r:.80}")
+        except Exception:  # noqa: BLE001 - a bug in it fails this attempt, not the client
+            log.failure("{name}: the connect callable {connect!r} raised", name=self.name,
+                        connect=self._connect)
             d = fail()
         if self.connect_timeout:
             d.addTimeout(self.connect_timeout / 1000, self.reactor)
@@ -367,8 +397,8 @@ class ReconnectingRSocket:
                                          f"{self.connect_timeout} ms (connect_timeout)")
         self.last_error = error
         self.failed_attempts += 1
-        retry = self._retry_if is None or self._retry_if(error)
-        if not retry or self.backoff.gives_up(self.failed_attempts):
+        retry = self._should_retry(error)
+        if not retry or self._gives_up():
             why = "retry_if refused to retry" if not retry else \
                 f"{self.failed_attempts} failed attempts in a row (max_attempts)"
             log.warn("{name}: gave up reconnecting after {why}; last error: {error}",
@@ -392,8 +422,50 @@ class ReconnectingRSocket:
                  error=describe_error(self.last_error))
         self._schedule(0)
 
+    # the user's callables (retry_if, random, a Backoff subclass): a bug in one is logged and
+    # the default is used, so the client keeps reconnecting
+
+    def _should_retry(self, error: BaseException) -> bool:
+        if self._retry_if is None:
+            return True
+        try:
+            return bool(self._retry_if(error))
+        except Exception:  # noqa: BLE001
+            log.failure("{name}: retry_if {retry_if!r} raised; retrying", name=self.name,
+                        retry_if=self._retry_if)
+            return True
+
+    def _gives_up(self) -> bool:
+        try:
+            return bool(self.backoff.gives_up(self.failed_attempts))
+        except Exception:  # noqa: BLE001
+            log.failure("{name}: the backoff {backoff!r} raised in gives_up(); retrying",
+                        name=self.name, backoff=self.backoff)
+            return False
+
+    def _delay(self, attempt: int) -> float:
+        """Milliseconds before attempt ``attempt``: the backoff's, else (it or ``random``
+        raised, or the delay is no finite number >= 0) :data:`DEFAULT_MAX_DELAY`."""
+        try:
+            rand = self._random()
+        except Exception:  # noqa: BLE001
+            log.failure("{name}: random {random!r} raised; no jitter this time",
+                        name=self.name, random=self._random)
+            rand = 0.5
+        try:
+            delay = float(self.backoff.delay(attempt, rand))
+            if not 0 <= delay < math.inf:
+                raise ValueError(f"the delay must be a finite number of milliseconds >= 0, "
+                                 f"got {delay!r}")
+        except Exception:  # noqa: BLE001
+            log.failure("{name}: the backoff {backoff!r} failed in delay(); waiting "
+                        "{default} ms", name=self.name, backoff=self.backoff,
+                        default=DEFAULT_MAX_DELAY)
+            delay = float(DEFAULT_MAX_DELAY)
+        return delay
+
     def _schedule(self, attempt: int) -> None:
-        delay = self.backoff.delay(attempt, self._random())
+        delay = self._delay(attempt)
         self._set_state(ReconnectState.BACKING_OFF)
         self._call = self.reactor.callLater(delay / 1000, self._try)
 

@@ -447,6 +447,52 @@ def test_a_failing_policy_is_logged_and_asked_again():
     assert pair.request().result == Payload(b"x")
 
 
+
+@pytest.mark.logs_failure("the policies' bugs are logged and the connection stays",
+                          match=r"the lease policy .* (failed in next_lease|has a bad interval)"
+                                r"(.|\n)*(TypeError: .*next_lease must return|"
+                                r"RuntimeError: interval bug|ValueError: .*interval)")
+def test_a_policy_with_a_bad_interval_or_result_is_logged_and_the_connection_goes_on():
+    class BadInterval(LeasePolicy):
+        """The server's: its interval raises, then is out of range."""
+
+        reads = 0
+
+        @property
+        def interval(self):
+            self.reads += 1
+            if self.reads == 1:
+                raise RuntimeError("interval bug")
+            return 0
+
+        def next_lease(self, now, stats):
+            return Lease(60_000, 5)
+
+    class BadResult(LeasePolicy):
+        """The client's: it first returns a tuple instead of a Lease."""
+
+        interval = 2_000
+        calls = 0
+
+        def next_lease(self, now, stats):
+            self.calls += 1
+            return (60_000, 5) if self.calls == 1 else Lease(60_000, 5)
+
+    server_policy, client_policy = BadInterval(), BadResult()
+    pair = Pair(server_policy, client_policy)
+    assert pair.server.rsocket.is_open and pair.rsocket.is_open
+    assert pair.frames("client", FrameType.LEASE) == []  # the tuple was not sent
+    assert pair.request().result == Payload(b"x")  # the server's lease arrived
+    # the server's next rounds come every DEFAULT_LEASE_INTERVAL (1 s), the client's every 2 s
+    pair.advance(1.0)
+    assert len(pair.frames("server", FrameType.LEASE)) == 2
+    assert pair.frames("client", FrameType.LEASE) == []
+    pair.advance(1.0)
+    assert len(pair.frames("server", FrameType.LEASE)) == 3
+    assert pair.frames("client", FrameType.LEASE) == [LeaseFrame(ttl=60_000,
+                                                                 number_of_requests=5)]
+    assert pair.server.lease.available() == 5
+
 def test_the_concurrency_policy_grants_what_open_streams_leave():
     class Hold(Counting):
         def request_response(self, payload):

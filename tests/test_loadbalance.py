@@ -57,6 +57,37 @@ def sent_to(rsockets) -> dict:
     return {key: [r[1] for r in rs.requests] for key, rs in rsockets.items()}
 
 
+
+# ------------------------------------------------------------------- a strategy with a bug
+
+
+class BrokenStrategy:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def select(self, targets, now):
+        self.calls += 1
+        if self.calls % 2:
+            raise RuntimeError("strategy bug")
+        return "not a target"
+
+
+@pytest.mark.logs_failure("the strategy raises on purpose",
+                          match=r"strategy .* failed(.|\n)*(RuntimeError: strategy bug|"
+                                r"ValueError: select\(\) must return one of the targets)")
+def test_a_strategy_that_raises_is_logged_and_requests_go_round_robin() -> None:
+    strategy = BrokenStrategy()
+    lb, connectors, clock = balancer(("a", "b"), strategy=strategy, wait_timeout=1000)
+    waiting = lb.request_response(b"waiting")  # no target yet: woken by the first connection
+    rsockets = connect_all(connectors)
+    for i in range(3):
+        lb.request_response(b"%d" % i)
+    assert sent_to(rsockets) == {"a": [b"waiting", b"1"], "b": [b"0", b"2"]}
+    assert strategy.calls == 4
+    rsockets["a"].requests[0][3].callback(Payload(b"ok"))
+    assert waiting.result == Payload(b"ok")
+
+
 # ------------------------------------------------------------------------ round robin
 
 

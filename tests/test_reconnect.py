@@ -484,6 +484,82 @@ async def test_a_pending_stream_that_times_out_raises_not_connected() -> None:
     assert isinstance(failure_of(stream.collect()), NotConnectedError)
 
 
+# ------------------------------------------------------------------------------ user callbacks
+
+
+@pytest.mark.logs_failure("an observer raises on purpose",
+                          match=r"the observer .* raised(.|\n)*RuntimeError: observer bug")
+def test_an_observer_that_raises_is_logged_and_the_client_still_connects_and_serves() -> None:
+    rc, connector, clock = client()
+    seen: list = []
+
+    def broken(_, state) -> None:
+        raise RuntimeError("observer bug")
+
+    rc.add_observer(broken)
+    rc.add_observer(lambda c, state: seen.append(state))
+    rc.start()
+    d = rc.request_response(b"early")  # waits for the connection
+    rs = connector.succeed()
+    assert rc.state is ReconnectState.CONNECTED and rc.is_open
+    assert seen == [ReconnectState.CONNECTING, ReconnectState.CONNECTED]
+    assert [r[:2] for r in rs.requests] == [("request_response", b"early")]
+    rs.requests[0][3].callback(Payload(b"ok"))
+    assert d.result == Payload(b"ok")
+    # the loss is still noticed: the client backs off and reconnects
+    rs.drop(ConnectionLostError("gone"))
+    assert seen[-1] is ReconnectState.BACKING_OFF
+    clock.advance(0.1)
+    connector.succeed()
+    assert rc.state is ReconnectState.CONNECTED and rc.connections == 2
+    rc.close()
+    assert seen[-1] is ReconnectState.CLOSED
+
+
+@pytest.mark.logs_failure("the user's callables raise on purpose",
+                          match=r"(retry_if|random|backoff|connect callable).* (raised|failed)")
+def test_retry_if_random_backoff_and_connect_that_raise_are_logged_and_defaults_used() -> None:
+    class BrokenBackoff(Backoff):
+        def delay(self, attempt, rand=0.5):
+            raise ArithmeticError("backoff bug")
+
+        def gives_up(self, failed):
+            raise LookupError("gives_up bug")
+
+    def retry_if(error):
+        raise RuntimeError("retry_if bug")
+
+    def rand():
+        raise RuntimeError("random bug")
+
+    rc, connector, clock = client(backoff=BrokenBackoff(), retry_if=retry_if, random=rand)
+    rc.start()
+    connector.refuse()
+    # retried (retry_if's default), after the default longest delay
+    assert rc.state is ReconnectState.BACKING_OFF
+    clock.advance(10.0 - 0.001)
+    assert len(connector.attempts) == 1
+    clock.advance(0.001)
+    assert len(connector.attempts) == 2
+    connector.succeed()
+    assert rc.state is ReconnectState.CONNECTED
+
+    calls: list = []
+
+    def bad_connect():
+        calls.append(1)
+        raise RuntimeError("connect bug")
+
+    rc2 = ReconnectingRSocket(bad_connect, reactor=clock,
+                              backoff=Backoff(initial_delay=100, max_delay=100, jitter=0))
+    rc2.start()
+    assert rc2.state is ReconnectState.BACKING_OFF
+    assert isinstance(rc2.last_error, RuntimeError)
+    clock.advance(0.1)
+    assert len(calls) == 2
+    rc2.close()
+
+
 # ------------------------------------------------------------------- real loopback servers
 
 

@@ -28,6 +28,7 @@ from .errors import LeaseError
 __all__ = [
     "MAX_LEASE_VALUE",
     "DEFAULT_LEASE_GRACE",
+    "DEFAULT_LEASE_INTERVAL",
     "NO_LEASE",
     "LEASE_EXPIRED",
     "LEASE_USED_UP",
@@ -39,6 +40,8 @@ __all__ = [
     "FixedRateLeasePolicy",
     "ConcurrencyLeasePolicy",
     "UnlimitedLeasePolicy",
+    "policy_interval",
+    "policy_lease",
 ]
 
 #: The largest time-to-live (ms) and number of requests a LEASE frame carries: 2^31-1.
@@ -47,6 +50,10 @@ MAX_LEASE_VALUE = 0x7FFFFFFF
 #: the peer counts the time-to-live from when the LEASE *arrives* and its last request then
 #: takes the way back: at least one round trip is needed.
 DEFAULT_LEASE_GRACE = 1_000
+
+#: Milliseconds between two rounds of a :class:`LeasePolicy` that sets no other
+#: ``interval`` (and of one whose ``interval`` is broken).
+DEFAULT_LEASE_INTERVAL = 1_000
 
 #: ``LeaseError.reason``: no LEASE has arrived from the peer yet.
 NO_LEASE = "no lease"
@@ -296,12 +303,17 @@ class LeasePolicy:
     One policy object may serve every connection of a server: it is called per connection with
     that connection's :class:`LeaseStats`, so keep per-connection state out of it or key it on
     something the stats do not change. ``next_lease`` runs in the event loop: it must not
-    block; an exception it raises is logged and that round sends nothing.
+    block.
+
+    A bug in a policy does not end the connection: when ``next_lease`` raises or returns
+    something other than a :class:`Lease` or None, that is logged with its traceback and that
+    round sends nothing; when :attr:`interval` cannot be read or is out of range, that is
+    logged and the next round comes after :data:`DEFAULT_LEASE_INTERVAL` ms.
 
     :ivar interval: milliseconds between calls of :meth:`next_lease` (1..2^31-1).
     """
 
-    interval: int = 1_000
+    interval: int = DEFAULT_LEASE_INTERVAL
 
     def next_lease(self, now: float, stats: LeaseStats) -> Lease | None:
         """Decide the next grant.
@@ -311,6 +323,33 @@ class LeasePolicy:
         :returns: the :class:`Lease` to send now, or None to send nothing this round.
         """
         raise NotImplementedError
+
+
+def policy_lease(policy: LeasePolicy, now: float, stats: LeaseStats) -> Lease | None:
+    """Run one round of ``policy``: its :meth:`~LeasePolicy.next_lease`, checked.
+
+    :param now: current time in seconds.
+    :param stats: the connection's :class:`LeaseStats`.
+    :returns: the :class:`Lease` to send, or None to send nothing.
+    :raises TypeError: the policy returned something other than a Lease or None.
+    :raises Exception: whatever the policy's ``next_lease`` raised.
+    """
+    lease = policy.next_lease(now, stats)
+    if lease is not None and not isinstance(lease, Lease):
+        raise TypeError(f"{type(policy).__name__}.next_lease must return a "
+                        f"rsocket_tx.lease.Lease or None, got {lease!r:.80}")
+    return lease
+
+
+def policy_interval(policy: LeasePolicy) -> int:
+    """``policy``'s :attr:`~LeasePolicy.interval`, checked: milliseconds, 1..2^31-1.
+
+    :raises ValueError: it is no integer in that range.
+    :raises Exception: whatever reading it raised (a property may).
+    """
+    interval = policy.interval
+    _check(f"{type(policy).__name__}.interval", interval, 1, unit=" ms")
+    return interval
 
 
 class FixedRateLeasePolicy(LeasePolicy):

@@ -75,6 +75,7 @@ from ..core.payload import Payload
 from ..extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth, build_metadata
 from ..transports.endpoints import client_endpoint
 from ..transports.tls import TLSError, TLSVerificationError
+from .framelog import URI_PASSWORD, mask_uri_passwords
 from .serving import (
     SettingsError,
     describe_listen_failure,
@@ -676,7 +677,6 @@ class Streams:
 
 #: Options whose value is a secret (``--auth-simple``: the part after the first colon).
 _SECRET_OPTIONS = ("--auth-simple", "--auth-bearer")
-_URI_PASSWORD = re.compile(r"://[^/?#@:\s]*:([^/?#@\s]+)@")
 
 
 def secrets_in(argv: list[str]) -> list[str]:
@@ -701,18 +701,21 @@ def secrets_in(argv: list[str]) -> list[str]:
                 value = password if sep else value
             if value:
                 found.append(value)
-        found.extend(m.group(1) for m in _URI_PASSWORD.finditer(token))
+        found.extend(m.group(1) for m in URI_PASSWORD.finditer(token))
     return found
 
 
 def redact(text: str, secrets: list[str]) -> str:
     """``text`` with each of ``secrets`` (as typed, and as ``repr`` escapes it) replaced by
-    ``***``."""
+    ``***``, and the password of any URI's ``user:password@`` too
+    (:func:`~rsocket_tx.faces.framelog.mask_uri_passwords`). Credentials in frames' metadata
+    are masked by the frame log itself (:mod:`rsocket_tx.faces.framelog`), which decodes it.
+    """
     for secret in sorted(secrets, key=len, reverse=True):
         for form in (secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]):
             if form:
                 text = text.replace(form, "***")
-    return text
+    return mask_uri_passwords(text)
 
 
 class RedactingWriter:

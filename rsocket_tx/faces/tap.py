@@ -11,7 +11,8 @@ accept the same options, validate them the same way and build the same service:
 * :data:`SERVER_OPTIONS` — the option table both faces generate their parsers from;
 * :func:`parse_server_settings` — strings (or numbers) in, a validated :class:`ServerSettings` out;
 * :func:`build_service` — a :class:`ServerSettings` in, an :class:`RSocketServerService` out;
-* :func:`describe_frame` / :func:`make_frame_logger` — the ``--debug`` frame log.
+* :func:`describe_frame` / :func:`make_frame_logger` — the ``--debug`` frame log (from
+  :mod:`rsocket_tx.faces.framelog`, which masks credentials).
 
 What is not RSocket's (:class:`~rsocket_tx.faces.serving.SettingsError`,
 :func:`~rsocket_tx.faces.serving.parse_int_option`, the multi-endpoint service, the ``--listen``
@@ -22,7 +23,6 @@ here too.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import keyword
@@ -47,8 +47,9 @@ from ..core.config import (
     DEFAULT_RESUME_SESSION_TIMEOUT,
     ConnectionConfig,
 )
-from ..core.errors import UnsupportedSetupError, error_code_name
+from ..core.errors import UnsupportedSetupError
 from ..transports.endpoints import server_endpoint
+from .framelog import describe_frame, make_frame_logger
 from .serving import EndpointService as EndpointService  # importable from here, as before
 from .serving import (
     ListenOptions,
@@ -736,91 +737,7 @@ def parse_server_settings(
 
 # -- frame log -------------------------------------------------------------------------------
 
-
-def _short_bytes(value: bytes, limit: int = 64) -> str:
-    if len(value) <= limit:
-        return repr(value)
-    return f"{value[:limit]!r}...<{len(value)} bytes>"
-
-
-def describe_frame(frame, secrets: Iterable[bytes] = ()) -> str:
-    """One line describing a decoded frame, for the ``--debug`` log.
-
-    :param frame: a frame object of :mod:`rsocket_tx.core.frames`.
-    :param secrets: bytes shown as ``***`` wherever they occur in a data or metadata field
-        (credentials given on the command line), before the field is cut.
-    :returns: e.g. ``"REQUEST_STREAM stream=1 initial_request_n=256 data=b'5'"``: the type, the
-        stream id, then each field; boolean flags appear by name when set, ``None`` fields are
-        left out, bytes longer than 64 are cut (the full length is shown), error codes by name.
-    """
-    frame_type = getattr(frame, "frame_type", None)
-    name = getattr(frame_type, "name", None) or type(frame).__name__
-    if not dataclasses.is_dataclass(frame):
-        return f"{name} {frame!r}"
-    parts = [name, f"stream={getattr(frame, 'stream_id', 0)}"]
-    for field in dataclasses.fields(frame):
-        if field.name == "stream_id":
-            continue
-        value = getattr(frame, field.name)
-        if isinstance(value, bool):
-            if value:
-                parts.append(field.name)
-        elif value is None:
-            continue
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            value = bytes(value)
-            for secret in secrets:
-                if secret:
-                    value = value.replace(secret, b"***")
-            parts.append(f"{field.name}={_short_bytes(value)}")
-        elif field.name == "error_code":
-            parts.append(f"error_code={error_code_name(value)}")
-        else:
-            parts.append(f"{field.name}={value}")
-    return " ".join(parts)
-
-
-def make_frame_logger(
-    emit: Callable[[str], None] | None = None, secrets: Iterable[bytes] = (),
-) -> Callable[[str, object], None]:
-    """Build a ``frame_logger`` for :func:`rsocket_tx.serve` / :func:`rsocket_tx.connect`.
-
-    :param emit: called with one line per frame (``"send REQUEST_RESPONSE stream=1 ..."``);
-        ``None``: log it with :mod:`twisted.logger` at level debug, namespace
-        ``rsocket_tx.frames``: a protocol calls the logger's ``for_connection(log)`` with its
-        :class:`~rsocket_tx.bridge.ConnectionLogger`, so that each line carries the
-        connection id and peer (``"[c17 127.0.0.1:54321] recv REQUEST_RESPONSE stream=1"``).
-    :param secrets: with ``emit``: bytes never shown (see :func:`describe_frame`).
-    :returns: ``frame_logger(direction, frame)``, ``direction`` being ``"send"`` or ``"recv"``.
-    """
-    secrets = tuple(secrets)
-    if emit is None:
-        frame_log = Logger(namespace="rsocket_tx.frames")
-
-        def frame_logger(direction: str, frame) -> None:
-            frame_log.debug(
-                "{direction} {description}",
-                direction=direction,
-                description=describe_frame(frame),
-            )
-
-        def for_connection(connection_log) -> Callable[[str, object], None]:
-            log = connection_log.child("rsocket_tx.frames")
-
-            def connection_frame_logger(direction: str, frame) -> None:
-                log.debug("{direction} {description}", direction=direction,
-                          description=describe_frame(frame))
-
-            return connection_frame_logger
-
-        frame_logger.for_connection = for_connection  # type: ignore[attr-defined]
-
-    else:
-
-        def frame_logger(direction: str, frame) -> None:
-            emit(f"{direction} {describe_frame(frame, secrets)}")
-
-    return frame_logger
+# (describe_frame and make_frame_logger live in rsocket_tx.faces.framelog, importable from here)
 
 
 # -- the service -----------------------------------------------------------------------------
