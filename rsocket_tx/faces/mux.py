@@ -17,6 +17,11 @@ apart from plain bytes by the server), and over WebSocket (``ws://`` and, with T
 chosen by WebSocket subprotocol). On SIGTERM each protocol closes its connections gracefully,
 as its own plugin does.
 
+A protocol's ``--metrics ENDPOINT`` (``--protocol 'rsocket --metrics tcp:9100'``) serves the
+Prometheus metrics of that protocol's connections while the one-port server runs
+(:mod:`rsocket_tx.metrics`); a plugin without the option refuses it as it refuses any unknown
+option.
+
 ``--max-connections`` caps the connections of the whole server, every protocol, TLS and
 WebSocket together, those not recognised yet included (past it a new connection is closed at
 once and the log says so); a protocol's own ``--max-connections`` is not used here.
