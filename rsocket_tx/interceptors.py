@@ -23,11 +23,17 @@ What an interceptor sees:
   spec §Error Codes) and the payload bytes (data + metadata) and items each way. The request
   payload is the first item of its side. Fire-and-forget and metadata-push end as soon as
   they are sent (requester) or handed to the responder (responder).
+* :class:`RouteLabels` turns a request into a label value from a bounded set (the
+  ``@route`` pattern that serves it, :data:`UNMATCHED`, at most
+  :data:`DEFAULT_MAX_ROUTE_LABELS` values, then :data:`OTHER`): the metrics and span names
+  of :mod:`rsocket_tx.metrics` and :mod:`rsocket_tx.otel` use it, so a peer sending many
+  distinct routes cannot grow them.
 * A requester-side :meth:`Interceptor.request_started` may add entries to the request's
   composite metadata (:meth:`RequestInfo.add_metadata_entry`) before it is sent: that is how
   :mod:`rsocket_tx.otel` carries the trace context.
 
-An interceptor's exceptions are logged (``log.failure``) and do not disturb the connection.
+An interceptor's exceptions are logged with their traceback (``log.failure``) and do not
+disturb the connection, nor the interceptors after it, which are still told.
 With no interceptor registered nothing of this module runs: the factory builds plain
 connections.
 
@@ -64,15 +70,20 @@ from .core.events import (
 from .core.frames import FrameType
 from .core.payload import Payload
 from .extensions import COMPOSITE_METADATA, encode_composite, parse_metadata
+from .routing import route_pattern
 
 __all__ = [
     "CANCELLED",
     "COMPLETE",
+    "DEFAULT_MAX_ROUTE_LABELS",
+    "OTHER",
+    "UNMATCHED",
     "ConnectionInfo",
     "ConnectionTap",
     "Interaction",
     "Interceptor",
     "RequestInfo",
+    "RouteLabels",
     "Side",
     "observe",
     "outcome_of",
@@ -84,6 +95,14 @@ log = Logger()
 COMPLETE = "complete"
 #: The outcome of a request ended by a CANCEL (either side's; spec §CANCEL Frame).
 CANCELLED = "cancelled"
+
+#: The route label of a responder-side request with a route that no ``@route`` pattern
+#: serves (a fallback serves it, it is rejected, or the responder declares no routes).
+UNMATCHED = "<unmatched>"
+#: The route label every value past :attr:`RouteLabels.max_values` folds into.
+OTHER = "<other>"
+#: How many distinct route label values a :class:`RouteLabels` keeps by default.
+DEFAULT_MAX_ROUTE_LABELS = 100
 
 
 class Interaction(enum.Enum):
@@ -180,6 +199,10 @@ class RequestInfo:
     :ivar stream_id: the stream id (0 for metadata-push; before the requester's stream is
         opened, in its ``request_started``, 0 too).
     :ivar route: the first routing tag of the request metadata, or None.
+    :ivar route_pattern: responder side: the ``@route`` pattern of the responder that serves
+        :attr:`route` (``"orders.{id}"`` for ``"orders.42"``; a literal route is its own
+        pattern; :func:`rsocket_tx.routing.route_pattern`), None when none does (no route, a
+        fallback serves it, or nothing) and on the requester side.
     :ivar metadata: the request's metadata bytes (or None); a requester's ``request_started``
         may replace it (see :meth:`add_metadata_entry`), and what it holds then is sent.
     :ivar started: when it started, seconds (``reactor.seconds()``).
@@ -206,6 +229,7 @@ class RequestInfo:
     ended: float | None = None
     outcome: str | None = None
     error: BaseException | None = None
+    route_pattern: str | None = None
     bytes_sent: int = 0
     bytes_received: int = 0
     items_sent: int = 0
@@ -269,6 +293,87 @@ class Interceptor:
 
         :param request: the :class:`RequestInfo`.
         """
+
+
+class RouteLabels:
+    """Labels requests by route with a bounded set of values: the ``route`` label of
+    :mod:`rsocket_tx.metrics` and the span name of :mod:`rsocket_tx.otel`. The routes of a
+    server's requests are chosen by its peers; a label value per distinct route would let a
+    peer grow the metrics (memory, scrape size and time) without end.
+
+    The label of a request (:meth:`__call__`):
+
+    * with ``route_label`` given: ``route_label(request.route)``;
+    * else on the responder side: the ``@route`` pattern that serves it
+      (:attr:`RequestInfo.route_pattern`, e.g. ``"orders.{id}"``), :data:`UNMATCHED` when
+      none does;
+    * else (the requester side: this side's application chose the route): the route;
+    * ``""`` for a request without a route (without ``route_label``).
+
+    At most ``max_values`` distinct values are kept (``""``, :data:`UNMATCHED` and
+    :data:`OTHER` not counted); every further one is :data:`OTHER`, and the first time that
+    happens a warning is logged (once per instance). Values once kept stay kept.
+
+    :param max_values: the cap on distinct values (>= 1; default
+        :data:`DEFAULT_MAX_ROUTE_LABELS`).
+    :param route_label: ``callable(route: str | None) -> str`` replacing the default
+        mapping (the cap still applies), or None.
+    :param name: what the values label, for the warning (e.g. ``"the Prometheus route
+        label"``).
+    :raises ValueError: ``max_values`` is not an int >= 1.
+    :raises TypeError: ``route_label`` is not callable.
+    """
+
+    __slots__ = ("max_values", "route_label", "name", "values", "folded")
+
+    def __init__(self, max_values: int = DEFAULT_MAX_ROUTE_LABELS, *,
+                 route_label: Callable[[str | None], str] | None = None,
+                 name: str = "the route label") -> None:
+        if isinstance(max_values, bool) or not isinstance(max_values, int) or max_values < 1:
+            raise ValueError(f"max_values must be an int >= 1 (distinct route label values); "
+                             f"got {max_values!r}")
+        if route_label is not None and not callable(route_label):
+            raise TypeError(f"route_label must be callable(route) -> str, got "
+                            f"{type(route_label).__name__}")
+        self.max_values = max_values
+        self.route_label = route_label
+        self.name = name
+        #: the values kept
+        self.values: set[str] = set()
+        #: requests labelled :data:`OTHER` so far
+        self.folded = 0
+
+    def __call__(self, request: RequestInfo) -> str:
+        """The label value of ``request`` (see the class docstring).
+
+        :param request: the :class:`RequestInfo`.
+        :returns: a value from a set of at most ``max_values + 3``.
+        """
+        if self.route_label is not None:
+            value = str(self.route_label(request.route))
+        elif request.route is None:
+            return ""
+        elif request.side is Side.RESPONDER:
+            value = request.route_pattern or UNMATCHED
+        else:
+            value = request.route
+        return self.bound(value)
+
+    def bound(self, value: str) -> str:
+        """``value`` if it is kept or there is room to keep it, else :data:`OTHER`."""
+        values = self.values
+        if value in values or value in ("", UNMATCHED, OTHER):
+            return value
+        if len(values) < self.max_values:
+            values.add(value)
+            return value
+        if not self.folded:
+            log.warn("{name}: more than {max_values} distinct values; further ones are "
+                     "counted as {other!r} (first: {value!r}). Raise the cap, or map routes to "
+                     "fewer values (@route patterns, route_label=)",
+                     name=self.name, max_values=self.max_values, other=OTHER, value=value)
+        self.folded += 1
+        return OTHER
 
 
 def _size(payload: Payload) -> int:
@@ -394,6 +499,12 @@ class ConnectionTap:
                 route = parse_metadata(metadata, mime).route
         info = RequestInfo(connection, side, interaction, stream_id, route, metadata,
                            self.now())
+        if route is not None and side is Side.RESPONDER:
+            protocol = self.protocol_ref()
+            responder = None if protocol is None else protocol.responder
+            if responder is not None:
+                info.route_pattern = route_pattern(
+                    responder, interaction.value.replace("-", "_"), route)
         return info
 
     def requesting(self, interaction: Interaction, payload: Payload) -> tuple[RequestInfo,
@@ -404,7 +515,13 @@ class ConnectionTap:
         info = self.start(Side.REQUESTER, interaction, 0, metadata)
         self.tell("request_started", info)
         if info.metadata is not metadata:
-            payload = Payload(payload.data, info.metadata)
+            try:
+                payload = Payload(payload.data, info.metadata)
+            except TypeError:  # an interceptor bug must not hurt the request either
+                log.failure("an interceptor left request metadata that is not bytes "
+                            "({type}): the request is sent with its own metadata",
+                            type=type(info.metadata).__name__)
+                info.metadata = metadata
         info.items_sent = 1
         info.bytes_sent = _size(payload)
         return info, payload

@@ -1,6 +1,6 @@
 """Prometheus metrics for RSocket servers and clients, served over HTTP by Twisted.
 
-Needs the ``metrics`` extra (``pip install 'rsocket-tx[metrics]'``: ``prometheus_client``).
+Needs the ``metrics`` extra (``pip install 'rsocket_tx[metrics]'``: ``prometheus_client``).
 :class:`PrometheusInterceptor` is an :class:`~rsocket_tx.interceptors.Interceptor`: register it
 on a server or a client, and serve the registry with :func:`serve_metrics` (or
 ``twistd rsocket --metrics tcp:9100:interface=127.0.0.1``)::
@@ -13,7 +13,7 @@ on a server or a client, and serve the registry with :func:`serve_metrics` (or
 
 The metrics (labels in braces; ``side`` is ``requester`` or ``responder``, ``interaction`` one
 of ``request-response``, ``fire-and-forget``, ``request-stream``, ``request-channel``,
-``metadata-push``, ``route`` the request's first routing tag or ``""``, ``outcome``
+``metadata-push``, ``route`` see below, ``outcome``
 ``complete``, ``cancelled`` or the spec name of the error code, e.g. ``APPLICATION_ERROR``):
 
 =====================================================  =============================================
@@ -28,8 +28,13 @@ of ``request-response``, ``fire-and-forget``, ``request-stream``, ``request-chan
 ``rsocket_connections_total``                          counter {side}: connections opened
 =====================================================  =============================================
 
-Every distinct route is a label value: a server whose routes carry ids (``items.123``) should
-pass ``route_label`` to map them to a bounded set (e.g. the route pattern).
+The ``route`` label takes values from a bounded set (:class:`~rsocket_tx.interceptors.
+RouteLabels`), so that a peer sending many distinct routes cannot grow the metrics: on the
+responder side the ``@route`` pattern that serves the request (``orders.{id}``, not
+``orders.42``), ``<unmatched>`` when none does; on the requester side the route; ``""``
+without one. At most ``max_routes`` distinct values (default
+:data:`~rsocket_tx.interceptors.DEFAULT_MAX_ROUTE_LABELS`, 100) are kept; further ones are
+counted as ``<other>`` and a warning is logged once.
 """
 
 from __future__ import annotations
@@ -37,8 +42,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from twisted.logger import Logger
 
-from .interceptors import ConnectionInfo, Interceptor, RequestInfo
+from .interceptors import (
+    DEFAULT_MAX_ROUTE_LABELS,
+    ConnectionInfo,
+    Interceptor,
+    RequestInfo,
+    RouteLabels,
+)
 
 __all__ = [
     "DEFAULT_BUCKETS",
@@ -50,6 +62,8 @@ __all__ = [
     "metrics_site",
     "serve_metrics",
 ]
+
+log = Logger()
 
 #: Request duration histogram buckets, seconds: 0.5 ms to 60 s.
 DEFAULT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -67,17 +81,28 @@ class PrometheusInterceptor(Interceptor):
     :param namespace: the metric name prefix (``"rsocket"``).
     :param buckets: the duration histogram's buckets, seconds (:data:`DEFAULT_BUCKETS`).
     :param route_label: ``callable(route: str | None) -> str``, the ``route`` label of a
-        request (default: the route itself, ``""`` without one).
+        request, replacing the default mapping (the ``@route`` pattern on the responder side,
+        see the module docstring); ``max_routes`` still applies to what it returns.
+    :param max_routes: the cap on distinct ``route`` label values (>= 1; default
+        :data:`~rsocket_tx.interceptors.DEFAULT_MAX_ROUTE_LABELS`): further values are counted
+        as ``"<other>"``, and a warning is logged the first time.
+    :ivar routes: the :class:`~rsocket_tx.interceptors.RouteLabels` labelling requests (its
+        ``values`` are the route label values kept, ``folded`` the requests counted as
+        ``"<other>"``).
+    :raises ValueError: ``max_routes`` < 1; metrics of these names are in ``registry``
+        already.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None, *,
                  namespace: str = "rsocket",
                  buckets: tuple[float, ...] = DEFAULT_BUCKETS,
-                 route_label: Callable[[str | None], str] | None = None) -> None:
+                 route_label: Callable[[str | None], str] | None = None,
+                 max_routes: int = DEFAULT_MAX_ROUTE_LABELS) -> None:
         if registry is None:
             registry = REGISTRY
         self.registry = registry
-        self.route_label = route_label or (lambda route: route or "")
+        self.routes = RouteLabels(max_routes, route_label=route_label,
+                                  name="rsocket_tx.metrics: the Prometheus route label")
         request_labels = ("interaction", "route", "side")
         self.started = Counter("requests_started", "RSocket requests started.",
                                request_labels, namespace=namespace, registry=registry)
@@ -108,12 +133,14 @@ class PrometheusInterceptor(Interceptor):
         self.connections_open.labels(connection.side).dec()
 
     def request_started(self, request: RequestInfo) -> None:
-        self.started.labels(request.interaction.value, self.route_label(request.route),
-                            request.side.value).inc()
+        route = request.context[self] = self.routes(request)
+        self.started.labels(request.interaction.value, route, request.side.value).inc()
 
     def request_ended(self, request: RequestInfo) -> None:
         interaction = request.interaction.value
-        route = self.route_label(request.route)
+        route = request.context.pop(self, None)
+        if route is None:  # (its request_started raised)
+            route = self.routes(request)
         side = request.side.value
         self.ended.labels(interaction, route, side, request.outcome).inc()
         duration = request.duration
@@ -129,23 +156,35 @@ class PrometheusInterceptor(Interceptor):
             self.items_received.inc(request.items_received)
 
 
-def metrics_resource(registry: CollectorRegistry | None = None):
+def metrics_resource(registry: CollectorRegistry | None = None, *, reactor=None,
+                     in_thread: bool = True):
     """The twisted.web resource serving ``registry``: the Prometheus text format, or
     OpenMetrics when the scraper's ``Accept`` asks for it (``prometheus_client``'s
-    ``choose_encoder``).
+    ``choose_encoder``), over any transport (``prometheus_client.twisted.MetricsResource``
+    goes through WSGI, which needs an IP peer address: it fails over a UNIX socket).
 
-    It renders in the reactor thread, at once (a scrape of a few hundred series takes well
-    under a millisecond), over any transport; ``prometheus_client.twisted.MetricsResource``
-    renders in a thread pool through WSGI, which needs an IP peer address (it fails over a
-    UNIX socket).
+    By default the exposition is rendered in the reactor's thread pool, so that a large
+    registry does not stall the connections the reactor serves meanwhile (100 route label
+    values, every interaction and outcome of each: 1.6 MB, 0.2 s to render; served from the
+    reactor thread such a scrape held the other connections 0.9 s, from the pool 30-60 ms);
+    ``prometheus_client`` collects safely from another thread. A collector that raises
+    answers 500 and is logged.
 
     :param registry: default: the global ``REGISTRY``.
+    :param reactor: the reactor whose thread pool renders (default: the global reactor).
+    :param in_thread: False renders in the reactor thread, at once (for a small registry,
+        or a reactor without threads).
     :returns: an ``IResource``.
     """
     from prometheus_client.exposition import choose_encoder
+    from twisted.internet.threads import deferToThreadPool
     from twisted.web.resource import Resource
+    from twisted.web.server import NOT_DONE_YET
 
     source = REGISTRY if registry is None else registry
+    if in_thread and reactor is None:
+        from twisted.internet import reactor as global_reactor
+        reactor = global_reactor
 
     class MetricsResource(Resource):
         isLeaf = True
@@ -155,21 +194,43 @@ def metrics_resource(registry: CollectorRegistry | None = None):
             encoder, content_type = choose_encoder(
                 accept.decode("latin-1") if accept is not None else "")
             request.setHeader(b"content-type", content_type.encode("ascii"))
-            return encoder(source)
+            if not in_thread:
+                return encoder(source)
+            gone: list[bool] = []
+            request.notifyFinish().addErrback(lambda _: gone.append(True))
+
+            def rendered(body: bytes) -> None:
+                if not gone:
+                    request.write(body)
+                    request.finish()
+
+            def failed(failure) -> None:
+                log.failure("rendering the metrics failed", failure)
+                if not gone:
+                    request.setResponseCode(500)
+                    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+                    request.write(b"rendering the metrics failed: see the server's log\n")
+                    request.finish()
+
+            deferToThreadPool(reactor, reactor.getThreadPool(), encoder, source
+                              ).addCallbacks(rendered, failed)
+            return NOT_DONE_YET
 
     return MetricsResource()
 
 
-def metrics_site(registry: CollectorRegistry | None = None):
-    """A twisted.web ``Site`` serving ``registry`` at ``/metrics`` (and at ``/``).
+def metrics_site(registry: CollectorRegistry | None = None, *, reactor=None):
+    """A twisted.web ``Site`` serving ``registry`` at ``/metrics`` (and at ``/``), rendered
+    in ``reactor``'s thread pool (:func:`metrics_resource`).
 
     :param registry: default: the global ``REGISTRY``.
+    :param reactor: default: the global reactor.
     :returns: the ``Site`` (a protocol factory for any stream server endpoint).
     """
     from twisted.web.resource import Resource
     from twisted.web.server import Site
 
-    metrics = metrics_resource(registry)
+    metrics = metrics_resource(registry, reactor=reactor)
     root = Resource()
     root.putChild(b"metrics", metrics)
     root.putChild(b"", metrics)
@@ -193,7 +254,7 @@ def serve_metrics(endpoint: str, registry: CollectorRegistry | None = None, *, r
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
-    return serverFromString(reactor, endpoint).listen(metrics_site(registry))
+    return serverFromString(reactor, endpoint).listen(metrics_site(registry, reactor=reactor))
 
 
 def metrics_service(endpoint: str, registry: CollectorRegistry | None = None, *,
@@ -214,13 +275,13 @@ def metrics_service(endpoint: str, registry: CollectorRegistry | None = None, *,
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
     service = StreamServerEndpointService(serverFromString(reactor, endpoint),
-                                          metrics_site(registry))
+                                          metrics_site(registry, reactor=reactor))
     service.setName("metrics")
     return service
 
 
 def install_metrics(service, endpoint: str, registry: CollectorRegistry | None = None, *,
-                    reactor=None) -> PrometheusInterceptor:
+                    reactor=None, factory=None) -> PrometheusInterceptor:
     """Count the requests of a server service (``twistd rsocket``'s
     :class:`~rsocket_tx.faces.tap.RSocketServerService`, or any service with a ``factory``
     whose ``interceptors`` is a list) and serve them on ``endpoint`` while it runs.
@@ -230,12 +291,15 @@ def install_metrics(service, endpoint: str, registry: CollectorRegistry | None =
     :param endpoint: a Twisted server endpoint string for the HTTP metrics.
     :param registry: default: the global ``REGISTRY``.
     :param reactor: default: the global reactor.
-    :returns: the :class:`PrometheusInterceptor` registered on ``service.factory``.
-    :raises ValueError: a bad endpoint string.
+    :param factory: the factory whose connections are counted (one with an
+        ``interceptors`` list, e.g. an :class:`~rsocket_tx.protocol.RSocketServerFactory`);
+        default: ``service.factory`` (``twistd mux`` gives the RSocket factory it carries).
+    :returns: the :class:`PrometheusInterceptor` registered on the factory.
+    :raises ValueError: a bad endpoint string; the registry has these metrics already.
     """
     child = metrics_service(endpoint, registry, reactor=reactor)
     interceptor = PrometheusInterceptor(registry)
-    service.factory.interceptors.append(interceptor)
+    (service.factory if factory is None else factory).interceptors.append(interceptor)
     child.setServiceParent(service)
     return interceptor
 

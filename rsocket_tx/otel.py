@@ -1,7 +1,7 @@
 """OpenTelemetry tracing for RSocket requests, with the trace context carried in the Zipkin
 tracing metadata extension (``Extensions/Tracing-Zipkin.md``).
 
-Needs the ``otel`` extra (``pip install 'rsocket-tx[otel]'``: ``opentelemetry-api`` and
+Needs the ``otel`` extra (``pip install 'rsocket_tx[otel]'``: ``opentelemetry-api`` and
 ``opentelemetry-sdk``). :class:`TracingInterceptor` is an
 :class:`~rsocket_tx.interceptors.Interceptor`; register it on both ends::
 
@@ -21,16 +21,27 @@ Needs the ``otel`` extra (``pip install 'rsocket-tx[otel]'``: ``opentelemetry-ap
   metadata already has a tracing entry (``tracing=`` given) keeps it.
 * The **responder** starts a span of kind ``SERVER`` per request; when the request carries a
   tracing entry with ids, the span continues that trace: its parent is the requester's span.
-* Attributes: ``rpc.system`` = ``"rsocket"``, ``rpc.method`` and ``rsocket.route`` = the route
-  (when there is one), ``rsocket.interaction``, ``rsocket.stream_id``, ``rsocket.outcome``,
-  ``net.peer.name`` (the peer address) and the bytes and items each way
-  (``rsocket.bytes_sent`` ...). A request that ends with an error has status ``ERROR`` and
-  ``error.type`` = the error code name (``"APPLICATION_ERROR"``); a cancelled one does not.
-* The span's name is the route, or the interaction (``"request-stream"``) without one.
+* Attributes: ``rpc.system`` = ``"rsocket"``, ``rpc.method`` and ``rsocket.route`` = the
+  route label (when there is a route; see below), ``rsocket.interaction``,
+  ``rsocket.stream_id``, ``rsocket.outcome``, ``net.peer.name`` (the peer address) and the
+  bytes and items each way (``rsocket.bytes_sent`` ...); with ``record_route=True`` also
+  ``rsocket.request_route`` = the route as sent. A request that ends with an error has status
+  ``ERROR`` and ``error.type`` = the error code name (``"APPLICATION_ERROR"``); a cancelled
+  one does not.
+* The span's name is the route label, or the interaction (``"request-stream"``) without a
+  route.
+
+The route label is low-cardinality, as the OpenTelemetry semantic conventions ask of span
+names and ``rpc.method``, whatever routes peers send
+(:class:`~rsocket_tx.interceptors.RouteLabels`): on the responder side the ``@route`` pattern
+that serves the request (``orders.{id}``, not ``orders.42``), ``<unmatched>`` when none does;
+on the requester side the route; at most ``max_routes`` distinct values, further ones are
+``<other>`` (a warning is logged once).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -45,7 +56,15 @@ from opentelemetry.trace import (
 )
 
 from .extensions import TRACING_ZIPKIN, ZipkinTrace, encode_tracing, parse_metadata
-from .interceptors import CANCELLED, COMPLETE, Interceptor, RequestInfo, Side
+from .interceptors import (
+    CANCELLED,
+    COMPLETE,
+    DEFAULT_MAX_ROUTE_LABELS,
+    Interceptor,
+    RequestInfo,
+    RouteLabels,
+    Side,
+)
 
 __all__ = ["TracingInterceptor", "trace_context"]
 
@@ -78,10 +97,25 @@ class TracingInterceptor(Interceptor):
 
     :param tracer_provider: the ``TracerProvider`` (default: the global one, as set by
         ``opentelemetry.trace.set_tracer_provider``).
+    :param route_label: ``callable(route: str | None) -> str`` replacing the default route
+        label (the ``@route`` pattern on the responder side); ``max_routes`` still applies.
+    :param max_routes: the cap on distinct route labels (>= 1; default
+        :data:`~rsocket_tx.interceptors.DEFAULT_MAX_ROUTE_LABELS`); further ones are
+        ``"<other>"``.
+    :param record_route: also record the route as sent, ``rsocket.request_route`` (a value
+        per distinct route: only where the tracing backend copes with that).
+    :ivar routes: the :class:`~rsocket_tx.interceptors.RouteLabels` labelling requests.
+    :raises ValueError: ``max_routes`` < 1.
     """
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    def __init__(self, tracer_provider: Any = None, *,
+                 route_label: Callable[[str | None], str] | None = None,
+                 max_routes: int = DEFAULT_MAX_ROUTE_LABELS,
+                 record_route: bool = False) -> None:
         self.tracer = trace.get_tracer(INSTRUMENTATION, tracer_provider=tracer_provider)
+        self.routes = RouteLabels(max_routes, route_label=route_label,
+                                  name="rsocket_tx.otel: the span name (route label)")
+        self.record_route = bool(record_route)
 
     def request_started(self, request: RequestInfo) -> None:
         interaction = request.interaction.value
@@ -91,14 +125,18 @@ class TracingInterceptor(Interceptor):
             "rsocket.interaction": interaction,
             "net.peer.name": request.connection.peer,
         }
+        name = interaction
         if route is not None:
-            attributes["rpc.method"] = attributes["rsocket.route"] = route
+            name = attributes["rpc.method"] = attributes["rsocket.route"] = \
+                self.routes(request) or interaction
+            if self.record_route:
+                attributes["rsocket.request_route"] = route
         mime = request.connection.metadata_mime_type
         carried = None
         if request.metadata and mime is not None:
             carried = parse_metadata(request.metadata, mime).tracing
         if request.side is Side.REQUESTER:
-            span = self.tracer.start_span(route or interaction, kind=SpanKind.CLIENT,
+            span = self.tracer.start_span(name, kind=SpanKind.CLIENT,
                                           attributes=attributes)
             if carried is None:
                 ctx = span.get_span_context()
@@ -108,7 +146,7 @@ class TracingInterceptor(Interceptor):
                         sampled=ctx.trace_flags.sampled)))
         else:
             parent = trace_context(carried)
-            span = self.tracer.start_span(route or interaction, kind=SpanKind.SERVER,
+            span = self.tracer.start_span(name, kind=SpanKind.SERVER,
                                           context=parent if parent is not None
                                           else otel_context.Context(),
                                           attributes=attributes)

@@ -298,6 +298,14 @@ class RSocketProtocol(MuxProtocol):
         return factory if IConnectionObserver.providedBy(factory) else _NO_OBSERVER
 
     @property
+    def responder(self) -> Responder | None:
+        """The :class:`~rsocket_tx.responder.Responder` serving the peer's requests on this
+        connection: a server's once the SETUP was accepted, a client's the one it was given
+        (or the default one made for the first request); None before, and once the
+        connection is over."""
+        return self._responder
+
+    @property
     def rsocket(self) -> RSocket:
         """The connection's requester handle (:class:`~rsocket_tx.requester.RSocket`): the
         same object for as long as anyone holds it. It holds this protocol; this protocol

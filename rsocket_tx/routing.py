@@ -27,6 +27,11 @@ Literal routes are matched first, then patterns in the order they were declared.
 whose route matches nothing (or that has no route) goes to the fallback for its interaction if
 there is one, else is answered with ERROR[REJECTED] naming the route.
 
+The pattern that matched is :attr:`Request.route_pattern` (``"orders.{id}"``; a literal route is
+its own pattern), and :func:`route_pattern` finds it for a responder without serving the
+request: metrics and traces label requests by it, a bounded set a peer cannot grow
+(:mod:`rsocket_tx.interceptors`).
+
 Handlers take a :class:`Request` (plus the path variables) and return what the plain
 :class:`~rsocket_tx.responder.Responder` methods return, except that values which are not
 :class:`~rsocket_tx.core.payload.Payload` are encoded with the response's data codec
@@ -36,6 +41,7 @@ Handlers take a :class:`Request` (plus the path variables) and return what the p
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import AsyncIterable, Callable, Iterable
 
 from twisted.internet.defer import Deferred, ensureDeferred
@@ -52,7 +58,7 @@ from .extensions import (
 )
 from .streams import DecodedStream
 
-__all__ = ["route", "Request", "Router", "Payloads", "INTERACTIONS"]
+__all__ = ["route", "Request", "Router", "Payloads", "INTERACTIONS", "route_pattern"]
 
 #: The interactions a route can serve, by the name of the Responder method that serves them.
 INTERACTIONS = ("request_response", "fire_and_forget", "request_stream", "request_channel")
@@ -224,20 +230,42 @@ class Router:
         return {i: list(self._exact[i]) + [p.text for p, _ in self._patterns[i]]
                 for i in INTERACTIONS}
 
+    def find(self, interaction: str, name: str | None) -> tuple[str, Callable,
+                                                                dict[str, str]] | None:
+        """The route that serves route ``name`` (its literal route, else the first pattern
+        that matches it), the fallback not included.
+
+        :param interaction: one of :data:`INTERACTIONS`.
+        :param name: the request's route, or None.
+        :returns: ``(pattern, function, variables)``: ``pattern`` the text of the ``@route``
+            pattern (``"orders.{id}"``); None when no route serves ``name``.
+        """
+        if name is None:
+            return None
+        fn = self._exact[interaction].get(name)
+        if fn is not None:
+            return name, fn, {}
+        for pattern, fn in self._patterns[interaction]:
+            m = pattern.regex.fullmatch(name)
+            if m is not None:
+                return pattern.text, fn, m.groupdict()
+        return None
+
+    def pattern(self, interaction: str, name: str | None) -> str | None:
+        """The ``@route`` pattern serving route ``name`` (see :meth:`find`), or None when
+        none does (a fallback serves it, or nothing)."""
+        found = self.find(interaction, name)
+        return None if found is None else found[0]
+
     def match(self, interaction: str, name: str | None) -> tuple[Callable, dict[str, str]]:
         """Find the handler of route ``name``.
 
         :returns: ``(function, variables)``.
         :raises RejectedError: nothing serves it and there is no fallback.
         """
-        if name is not None:
-            fn = self._exact[interaction].get(name)
-            if fn is not None:
-                return fn, {}
-            for pattern, fn in self._patterns[interaction]:
-                m = pattern.regex.fullmatch(name)
-                if m is not None:
-                    return fn, m.groupdict()
+        found = self.find(interaction, name)
+        if found is not None:
+            return found[1], found[2]
         fn = self._fallback.get(interaction)
         if fn is not None:
             return fn, {}
@@ -263,8 +291,14 @@ class Router:
         setup = responder.setup
         metadata = parse_metadata(payload.metadata,
                                   setup.metadata_mime_type if setup is not None else OCTET_STREAM)
-        fn, variables = self.match(interaction, metadata.route)
+        found = self.find(interaction, metadata.route)
+        if found is None:  # the fallback, or RejectedError
+            fn, variables = self.match(interaction, metadata.route)
+            pattern = None
+        else:
+            pattern, fn, variables = found
         request = Request(responder, interaction, payload, metadata, variables, inbound)
+        request.route_pattern = pattern
         if inbound is not None and getattr(fn, _DECODE_ATTR, False):
             request.inbound = DecodedStream(inbound, request.decode)
         authenticator = responder.authenticator
@@ -276,6 +310,33 @@ class Router:
             return principal.addCallback(_call_as, fn, request)
         request.principal = principal
         return _call(fn, request)
+
+
+#: responder class -> its Router (None: it has no routes); weak: a class may be freed
+_routers: weakref.WeakKeyDictionary[type, Router | None] = weakref.WeakKeyDictionary()
+
+
+def route_pattern(responder: object, interaction: str, route: str | None) -> str | None:
+    """The ``@route`` pattern that serves ``route`` on ``responder`` (``"orders.{id}"`` for
+    ``"orders.42"``; a literal route is its own pattern), without serving anything: what
+    :attr:`Request.route_pattern` will be.
+
+    :param responder: a :class:`~rsocket_tx.responder.Responder` (any object: one whose class
+        declares no ``@route`` has no pattern).
+    :param interaction: ``"request_response"``, ``"fire_and_forget"``, ``"request_stream"``
+        or ``"request_channel"`` (another, e.g. ``"metadata_push"``, has no routes).
+    :param route: the request's route (first routing tag), or None.
+    :returns: the pattern, or None when no ``@route`` serves it (it has no route, a fallback
+        serves it, or nothing does).
+    """
+    if route is None or interaction not in INTERACTIONS:
+        return None
+    klass = type(responder)
+    try:
+        router = _routers[klass]
+    except KeyError:
+        router = _routers[klass] = Router.for_class(klass)
+    return None if router is None else router.pattern(interaction, route)
 
 
 def _call_as(principal, fn, request: Request):
@@ -313,10 +374,12 @@ class Request:
         :class:`~rsocket_tx.streams.RequestStream` (decode each with :meth:`decode`), or, for
         a handler routed with ``decode=True``, as a
         :class:`~rsocket_tx.streams.DecodedStream` of decoded values; else None.
+    :ivar route_pattern: the ``@route`` pattern that matched the route (``"orders.{id}"``;
+        a literal route is its own pattern), None for a request served by a fallback.
     """
 
     __slots__ = ("responder", "interaction", "payload", "metadata", "variables", "principal",
-                 "inbound", "_data", "_response_mime", "_response_metadata")
+                 "inbound", "route_pattern", "_data", "_response_mime", "_response_metadata")
 
     def __init__(self, responder, interaction: str, payload: Payload, metadata: RequestMetadata,
                  variables: dict[str, str], inbound=None) -> None:
@@ -327,6 +390,7 @@ class Request:
         self.variables = variables
         self.inbound = inbound
         self.principal = None
+        self.route_pattern: str | None = None
         self._data = _UNSET
         self._response_mime: str | None = None
         self._response_metadata = _UNSET

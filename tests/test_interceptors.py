@@ -401,3 +401,98 @@ def test_stream_items_are_counted_with_the_batch_paths_on(monkeypatch):
     assert (served.items_sent, served.bytes_sent) == (200, expected_bytes)
     assert (requested.items_received, requested.bytes_received) == (200, expected_bytes)
     assert (requested.items_sent, served.items_received) == (1, 1)  # the request payload
+
+
+class RaisesEverywhere(Interceptor):
+    """Every hook raises; the requester's also leaves metadata that is not bytes."""
+
+    def connection_opened(self, connection) -> None:
+        raise RuntimeError("hook bug: connection_opened")
+
+    def connection_closed(self, connection) -> None:
+        raise RuntimeError("hook bug: connection_closed")
+
+    def request_started(self, request) -> None:
+        request.metadata = "not bytes"
+        raise RuntimeError("hook bug: request_started")
+
+    def request_ended(self, request) -> None:
+        raise RuntimeError("hook bug: request_ended")
+
+
+@pytest.mark.logs_failure("every hook of an interceptor raises",
+                          match="hook bug|metadata that is not bytes|route label bug")
+def test_a_hook_that_raises_is_logged_with_its_traceback_and_the_others_still_run():
+    from interceptor_support import ObservedPair
+    from prometheus_client import CollectorRegistry, generate_latest
+    from twisted.logger import capturedLogs
+
+    from rsocket_tx.metrics import PrometheusInterceptor
+
+    def label(route):
+        raise ValueError("route label bug")
+
+    server, client = Recorder(), Recorder()
+    metrics = PrometheusInterceptor(CollectorRegistry(), route_label=label)
+    with capturedLogs() as events:
+        pair = ObservedPair(Shop, server=[RaisesEverywhere(), metrics, server],
+                            client=[RaisesEverywhere(), client])
+        assert pair.requests(["echo", "echo"], b"x") == [Payload(b"x!")] * 2
+        pair.close()
+    # the interceptors after the one that raised were told everything
+    for recorder in (server, client):
+        names = recorder.names()
+        assert (names[0], names[-1], len(names)) == ("opened", "closed", 6)
+        assert names.count("started") == names.count("ended") == 2
+        assert [info.outcome for info in recorder.ended()] == [COMPLETE, COMPLETE]
+    # the requester sent its own metadata: the server saw the route
+    assert [info.route for info in server.ended()] == ["echo", "echo"]
+    failures = [e for e in events if "log_failure" in e]
+    hooks = [e["method"] for e in failures if "method" in e]
+    assert sorted(set(hooks)) == ["connection_closed", "connection_opened", "request_ended",
+                                  "request_started"]
+    assert hooks.count("request_started") == 2 + 2 + 2  # both sides, and the metrics' label
+    assert all(e["log_failure"].getTraceback() for e in failures)
+    assert b"rsocket_requests_total" in generate_latest(metrics.registry)
+
+
+class Patterns(Responder):
+    seen: list = []
+
+    @route("orders.{id}", "orders.{id}.lines")
+    def order(self, request: Request, id: str):
+        Patterns.seen.append(request.route_pattern)
+        return Payload(id.encode())
+
+    @route("orders.{id}", interaction="request_stream")
+    def lines(self, request: Request, id: str):
+        return Payloads([])
+
+    @route.fallback("request_response")
+    def other(self, request: Request):
+        Patterns.seen.append(request.route_pattern)
+        return Payload(b"?")
+
+
+def test_the_responder_side_is_told_the_route_pattern_that_serves_the_request():
+    from interceptor_support import ObservedPair
+
+    from rsocket_tx.routing import route_pattern
+
+    server, client = Recorder(), Recorder()
+    Patterns.seen.clear()
+    pair = ObservedPair(Patterns, server=[server], client=[client])
+    assert pair.requests(["orders.7", "orders.8.lines", "elsewhere"]) == [
+        Payload(b"7"), Payload(b"8"), Payload(b"?")]
+    pair.close()
+    assert [(i.route, i.route_pattern) for i in server.ended()] == [
+        ("orders.7", "orders.{id}"), ("orders.8.lines", "orders.{id}.lines"),
+        ("elsewhere", None)]
+    assert Patterns.seen == ["orders.{id}", "orders.{id}.lines", None]
+    assert [i.route_pattern for i in client.ended()] == [None] * 3  # (no responder's routes)
+    responder = Patterns()
+    assert route_pattern(responder, "request_stream", "orders.1") == "orders.{id}"
+    assert route_pattern(responder, "request_stream", "orders.1.lines") is None
+    assert route_pattern(responder, "metadata_push", "orders.1") is None
+    assert route_pattern(responder, "request_response", None) is None
+    assert route_pattern(object(), "request_response", "orders.1") is None

@@ -3,24 +3,39 @@ against a real loopback server, and ``twistd rsocket --metrics``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import pytest_twisted
+from interceptor_support import ObservedPair
+from process_support import REPO, TWISTD
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import UNIXClientEndpoint
 from twisted.internet.protocol import Protocol
+from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.python import usage
 from twisted.web.client import Agent, ResponseDone
 from twisted.web.iweb import IAgentEndpointFactory
 from twisted_support import wait
 from zope.interface import implementer
 
-from rsocket_tx import ApplicationError, Payload, Request, Responder, connect, route, serve
+from rsocket_tx import (
+    ApplicationError,
+    Payload,
+    RejectedError,
+    Request,
+    Responder,
+    connect,
+    route,
+    serve,
+)
 from rsocket_tx.extensions import COMPOSITE_METADATA
 from rsocket_tx.faces.tap import Options, makeService
-from rsocket_tx.interceptors import Interceptor
+from rsocket_tx.interceptors import DEFAULT_MAX_ROUTE_LABELS, Interceptor, RouteLabels
 from rsocket_tx.metrics import PrometheusInterceptor, serve_metrics
 
 aio = pytest_twisted.ensureDeferred
@@ -174,10 +189,82 @@ def generate(registry) -> str:
     return generate_latest(registry).decode()
 
 
-def test_route_label_maps_routes_to_a_bounded_set():
+class Orders(Responder):
+    @route("orders.{id}")
+    def order(self, request: Request, id: str):
+        return Payload(id.encode())
+
+    @route("orders.list")
+    def listing(self, request: Request):
+        return Payload(b"all")
+
+
+class Anything(Responder):
+    @route.fallback()
+    def anything(self, request: Request):
+        return Payload(b"")
+
+
+def route_values(text: str) -> set[str]:
+    """The values of the ``route`` label in a scrape."""
+    return {dict(labels)["route"] for (name, labels) in samples(text)
+            if name == "rsocket_requests_total"}
+
+
+def test_a_peers_routes_are_labelled_by_the_route_pattern_that_serves_them():
     registry = CollectorRegistry()
-    metrics = PrometheusInterceptor(registry, route_label=lambda r: (r or "").split(".")[0])
-    assert metrics.route_label("items.123") == "items"
+    pair = ObservedPair(Orders, server=[PrometheusInterceptor(registry)])
+    assert isinstance(pair.requests(["orders.0", "nowhere.0", "orders.list"])[1], RejectedError)
+    first = generate(registry)
+    # a peer sends 3,000 distinct routes: ids, and routes that nothing serves
+    results = pair.requests([f"orders.{n}" for n in range(1, 1500)]
+                            + [f"nowhere.{n}" for n in range(1, 1500)])
+    assert results[0] == Payload(b"1") and isinstance(results[-1], RejectedError)
+    after = generate(registry)
+    pair.close()
+    assert route_values(after) == {"orders.{id}", "orders.list", "<unmatched>"}
+    found = samples(after)
+    assert value(found, "rsocket_requests_total", interaction="request-response",
+                 route="orders.{id}", side="responder", outcome="complete") == 1500
+    assert value(found, "rsocket_requests_total", interaction="request-response",
+                 route="<unmatched>", side="responder", outcome="REJECTED") == 1500
+    assert value(found, "rsocket_requests_started_total", interaction="request-response",
+                 route="orders.list", side="responder") == 1
+    # the scrape has the same series as after the first three requests: it does not grow
+    assert len(after.splitlines()) == len(first.splitlines())
+    assert len(after) < len(first) + 200  # (only the counts' digits)
+
+
+def test_past_max_routes_further_values_are_other_and_a_warning_is_logged_once():
+    server = PrometheusInterceptor(CollectorRegistry(), route_label=lambda route: route or "")
+    client = PrometheusInterceptor(CollectorRegistry(), max_routes=10)
+    assert server.routes.max_values == DEFAULT_MAX_ROUTE_LABELS == 100
+    pair = ObservedPair(Anything, server=[server], client=[client])
+    with capturedLogs() as events:
+        pair.requests([f"item.{n}" for n in range(3000)])
+    pair.close()
+    for metrics, kept in ((server, 100), (client, 10)):
+        text = generate(metrics.registry)
+        routes = route_values(text)
+        assert len(routes) == kept + 1 and "<other>" in routes
+        side = "responder" if metrics is server else "requester"
+        assert value(samples(text), "rsocket_requests_total", interaction="request-response",
+                     route="<other>", side=side, outcome="complete") == 3000 - kept
+        assert metrics.routes.folded == 3000 - kept
+        assert len(text) < (kept + 1) * 4_000  # (3,000 label values: megabytes)
+    warnings = [formatEvent(e) for e in events if e["log_level"] is LogLevel.warn]
+    assert len(warnings) == 2  # one per interceptor
+    assert all("more than" in w and "'<other>'" in w for w in warnings)
+    assert any("Prometheus route label: more than 100 distinct" in w for w in warnings)
+
+
+def test_route_labels_check_their_arguments():
+    with pytest.raises(ValueError, match="max_values must be an int >= 1"):
+        PrometheusInterceptor(CollectorRegistry(), max_routes=0)
+    with pytest.raises(TypeError, match="route_label must be callable"):
+        RouteLabels(route_label="orders")
+    registry = CollectorRegistry()
+    PrometheusInterceptor(registry)
     with pytest.raises(ValueError):  # one interceptor per registry
         PrometheusInterceptor(registry)
 
@@ -220,10 +307,133 @@ async def test_twistd_rsocket_metrics_serves_the_servers_counters(tmp_path):
         found = await scrape(b"http://metrics/metrics", agent)
     finally:
         await service.stopService()
-        metrics.registry.unregister(metrics.started)
-        for collector in (metrics.ended, metrics.duration, metrics.bytes, metrics.items,
-                          metrics.connections_open, metrics.connections):
-            metrics.registry.unregister(collector)
+        unregister(metrics)
     assert value(found, "rsocket_requests_total", interaction="request-response", route="",
                  side="responder", outcome="complete") == 2
     assert value(found, "rsocket_connections_total", side="server") == 1
+
+
+def unregister(metrics: PrometheusInterceptor) -> None:
+    """Take ``metrics``' collectors out of its registry (the global one, for twistd)."""
+    for collector in (metrics.started, metrics.ended, metrics.duration, metrics.bytes,
+                      metrics.items, metrics.connections_open, metrics.connections):
+        metrics.registry.unregister(collector)
+
+
+def without_prometheus_client(monkeypatch) -> None:
+    """As if the ``metrics`` extra were not installed."""
+    import rsocket_tx
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    monkeypatch.delitem(sys.modules, "rsocket_tx.metrics")
+    monkeypatch.delattr(rsocket_tx, "metrics")
+
+
+NO_EXTRA = r"^--metrics needs prometheus_client, which is not installed: pip install " \
+           r"'rsocket_tx\[metrics\]'$"
+
+
+def test_metrics_without_the_extra_is_a_usage_error_naming_it(monkeypatch):
+    from rsocket_tx.faces.mux import Options as MuxOptions
+
+    without_prometheus_client(monkeypatch)
+    with pytest.raises(usage.UsageError, match=NO_EXTRA):
+        Options().parseOptions(["--metrics", "tcp:9100"])
+    with pytest.raises(usage.UsageError, match=r"^--protocol rsocket: --metrics needs "
+                                               r"prometheus_client.*rsocket_tx\[metrics\]'$"):
+        MuxOptions().parseOptions(["--protocol", "rsocket --metrics tcp:9100"])
+
+
+def test_twistd_metrics_without_the_extra_says_so_in_one_line():
+    # a real twistd, in a child whose prometheus_client cannot be imported
+    code = "import sys; sys.modules['prometheus_client'] = None; " + TWISTD
+    done = subprocess.run([sys.executable, "-c", code, "-n", "rsocket", "--metrics", "tcp:0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Traceback" not in output
+    assert ("twistd rsocket: error: --metrics needs prometheus_client, which is not "
+            "installed: pip install 'rsocket_tx[metrics]'") in output.splitlines()
+
+
+@aio
+async def test_twistd_mux_metrics_serves_the_counters_of_the_rsocket_connections(tmp_path):
+    from rsocket_tx.faces.mux import Options as MuxOptions
+    from rsocket_tx.faces.mux import makeService as make_mux_service
+
+    sock = str(tmp_path / "metrics.sock")
+    options = MuxOptions()
+    options.parseOptions(["--listen", "tcp:0:interface=127.0.0.1",
+                          "--protocol", f"rsocket --metrics unix:{sock}"])
+    service = make_mux_service(options)
+    rsocket_factory = service.protocol_services["rsocket"].factory
+    (metrics,) = [i for i in rsocket_factory.interceptors
+                  if isinstance(i, PrometheusInterceptor)]
+    service.startService()
+    try:
+        (port,) = await service.when_listening()
+        rs = await connect(f"tcp:host=127.0.0.1:port={port.getHost().port}", reactor=reactor)
+        try:
+            for _ in range(3):
+                await wait(rs.request_response(Payload(b"hi")))
+        finally:
+            await wait(rs.close())
+        agent = Agent.usingEndpointFactory(reactor, UnixEndpoints(sock))
+        found = await scrape(b"http://metrics/metrics", agent)
+    finally:
+        await service.stopService()
+        unregister(metrics)
+    assert value(found, "rsocket_requests_total", interaction="request-response", route="",
+                 side="responder", outcome="complete") == 3
+    assert value(found, "rsocket_connections_total", side="server") == 1
+
+
+class Where:
+    """A collector that records whether it is collected in the reactor thread."""
+
+    def __init__(self) -> None:
+        self.in_reactor_thread: list[bool] = []
+
+    def collect(self):
+        from twisted.python.threadable import isInIOThread
+
+        self.in_reactor_thread.append(isInIOThread())
+        return []
+
+
+class Raising:
+    def collect(self):
+        raise RuntimeError("collector bug")
+
+
+@aio
+async def test_a_scrape_is_rendered_off_the_reactor_thread():
+    registry = CollectorRegistry()
+    where = Where()
+    registry.register(where)
+    PrometheusInterceptor(registry)
+    web = await serve_metrics("tcp:0:interface=127.0.0.1", registry)
+    try:
+        found = await scrape(b"http://127.0.0.1:%d/metrics" % web.getHost().port)
+    finally:
+        await web.stopListening()
+    assert value(found, "rsocket_connections_total", side="server") is None  # none yet
+    assert "rsocket_requests_started_total" not in found  # (families without samples)
+    assert where.in_reactor_thread == [False]
+
+
+@pytest.mark.logs_failure("a collector that raises is logged", match="collector bug")
+@aio
+async def test_a_collector_that_raises_answers_500_and_the_server_goes_on():
+    registry = CollectorRegistry()
+    registry.register(Raising())
+    web = await serve_metrics("tcp:0:interface=127.0.0.1", registry)
+    try:
+        url = b"http://127.0.0.1:%d/metrics" % web.getHost().port
+        response = await wait(Agent(reactor).request(b"GET", url))
+        body = Body()
+        response.deliverBody(body)
+        assert b"rendering the metrics failed" in await wait(body.done)
+        assert response.code == 500
+    finally:
+        await web.stopListening()

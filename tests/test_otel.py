@@ -169,3 +169,34 @@ def test_trace_context_of_a_tracing_entry():
     assert span_context.is_remote and span_context.trace_flags.sampled
     unsampled = trace.get_current_span(trace_context(ZipkinTrace(trace_id=5, span_id=7)))
     assert not unsampled.get_span_context().trace_flags.sampled
+
+
+class Orders(Responder):
+    @route("orders.{id}")
+    def order(self, request: Request, id: str):
+        return Payload(id.encode())
+
+
+def test_span_names_and_route_attributes_are_the_route_pattern_not_the_route():
+    from interceptor_support import ObservedPair
+
+    server_provider, server_spans = provider()
+    client_provider, client_spans = provider()
+    pair = ObservedPair(Orders, server=[TracingInterceptor(server_provider)],
+                        client=[TracingInterceptor(client_provider, max_routes=5,
+                                                   record_route=True)])
+    # a peer sends 2,000 distinct routes: ids, and routes that nothing serves
+    pair.requests([f"orders.{n}" for n in range(1000)] + [f"nowhere.{n}" for n in range(1000)])
+    pair.close()
+    served = server_spans.get_finished_spans()
+    assert len(served) == 2000
+    assert {span.name for span in served} == {"orders.{id}", "<unmatched>"}
+    assert {span.attributes["rsocket.route"] for span in served} == {"orders.{id}",
+                                                                      "<unmatched>"}
+    assert {span.attributes["rpc.method"] for span in served} == {"orders.{id}", "<unmatched>"}
+    assert not any("rsocket.request_route" in span.attributes for span in served)
+    # the requester's names are its routes, at most max_routes of them, then "<other>"
+    requested = client_spans.get_finished_spans()
+    assert {span.name for span in requested} == {f"orders.{n}" for n in range(5)} | {"<other>"}
+    assert requested[-1].attributes["rsocket.request_route"] == "nowhere.999"
+    assert requested[-1].attributes["rpc.method"] == "<other>"

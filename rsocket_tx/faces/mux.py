@@ -17,6 +17,11 @@ apart from plain bytes by the server), and over WebSocket (``ws://`` and, with T
 chosen by WebSocket subprotocol). On SIGTERM each protocol closes its connections gracefully,
 as its own plugin does.
 
+A protocol's ``--metrics ENDPOINT`` (``--protocol 'rsocket --metrics tcp:9100'``) serves the
+Prometheus metrics of that protocol's connections while the one-port server runs
+(:mod:`rsocket_tx.metrics`); a plugin without the option refuses it as it refuses any unknown
+option.
+
 ``--max-connections`` caps the connections of the whole server, every protocol, TLS and
 WebSocket together, those not recognised yet included (past it a new connection is closed at
 once and the log says so); a protocol's own ``--max-connections`` is not used here.
@@ -98,12 +103,16 @@ class ProtocolSettings:
     :ivar args: its options as typed (after the name).
     :ivar tap: the module of its twistd plugin (``Options``, ``build_service``).
     :ivar settings: what its plugin's ``Options`` parsed into ``["settings"]`` (no endpoints).
+    :ivar metrics: its ``--metrics`` endpoint (``twistd rsocket``'s option: Prometheus
+        metrics of that protocol's connections, served while the one-port server runs), or
+        None.
     """
 
     name: str
     args: tuple[str, ...]
     tap: str
     settings: object
+    metrics: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,8 @@ def parse_protocol(spec: str) -> ProtocolSettings:
     if options["listen"]:
         raise SettingsError(f"--protocol {name}: --listen is an option of twistd mux itself "
                             "(every protocol is served on every --listen endpoint)")
-    return ProtocolSettings(name, args, description.tap, options["settings"])
+    return ProtocolSettings(name, args, description.tap, options["settings"],
+                            options.get("metrics") or None)
 
 
 def _servable() -> list[str]:
@@ -268,6 +278,12 @@ def build_service(settings: MuxServerSettings, reactor=None) -> MuxServerService
                              reactor=reactor, tls=tls, websocket=settings.websocket,
                              config=settings.config)
     service = MuxServerService(settings, factory, services)
+    for protocol in settings.protocols:
+        if protocol.metrics is not None:  # --protocol 'rsocket --metrics ENDPOINT'
+            from .tap import metrics_module
+
+            metrics_module().install_metrics(service, protocol.metrics, reactor=reactor,
+                                             factory=services[protocol.name].factory)
     service.listen_on(reactor, settings.listen, server_endpoint)
     return service
 

@@ -854,10 +854,8 @@ class Options(ListenOptions):
         """serve Prometheus metrics over HTTP on this endpoint (e.g.
         tcp:9100:interface=127.0.0.1; GET /metrics); needs the 'metrics' extra
         (prometheus_client)"""
-        from ..metrics import check_metrics_endpoint  # (only with the option: an extra)
-
         try:
-            self["metrics"] = check_metrics_endpoint(endpoint)
+            self["metrics"] = metrics_module().check_metrics_endpoint(endpoint)
         except ValueError as exc:
             raise usage.UsageError(str(exc)) from None
 
@@ -881,7 +879,26 @@ def makeService(options) -> RSocketServerService:
     """
     service = build_service(options["settings"])
     if options.get("metrics"):  # --metrics ENDPOINT: rsocket_tx.metrics
-        from ..metrics import install_metrics
-
-        install_metrics(service, options["metrics"])
+        metrics_module().install_metrics(service, options["metrics"])
     return service
+
+
+#: What to run when ``--metrics`` is given without its optional dependency.
+METRICS_INSTALL_HINT = "pip install 'rsocket_tx[metrics]'"
+
+
+def metrics_module():
+    """:mod:`rsocket_tx.metrics`, imported only when ``--metrics`` is given (it needs the
+    ``metrics`` extra).
+
+    :raises usage.UsageError: ``prometheus_client`` is not installed (the message names the
+        extra to install: :data:`METRICS_INSTALL_HINT`).
+    """
+    try:
+        from .. import metrics
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] != "prometheus_client":
+            raise
+        raise usage.UsageError(f"--metrics needs prometheus_client, which is not installed: "
+                               f"{METRICS_INSTALL_HINT}") from None
+    return metrics
