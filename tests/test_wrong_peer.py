@@ -18,7 +18,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP4ServerEndpoint
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import LogLevel, formatEvent, globalLogPublisher
-from twisted_support import EchoResponder, run_command, wait, wire
+from twisted_support import EchoResponder, run_command, server_protocol, wait, wire
 
 from rsocket_tx import Payload, connect, serve
 from rsocket_tx.core import errors as E
@@ -483,3 +483,19 @@ async def test_a_working_connection_lost_later_is_not_called_a_wrong_peer(ports,
     rsocket._protocol.transport.abortConnection()  # (the transport fails under it)
     await wait(rsocket._protocol.when_closed())
     assert "the server" not in str(rsocket.close_reason), rsocket.close_reason
+
+
+def test_only_the_first_reads_are_watched():
+    """The first bytes are kept by an instance attribute that is gone once 16 bytes are in:
+    every later read takes the class's dataReceived, as before (the hot path)."""
+    proto, transport, _ = server_protocol(EchoResponder)
+    assert "dataReceived" in vars(proto)
+    proto.dataReceived(RSOCKET_SETUP[:5])  # (a SETUP cut short: still watched)
+    assert "dataReceived" in vars(proto) and proto.first_bytes == RSOCKET_SETUP[:5]
+    proto.dataReceived(RSOCKET_SETUP[5:])
+    assert "dataReceived" not in vars(proto)
+    assert proto.first_bytes == RSOCKET_SETUP[:256] and proto.setup_info is not None
+    assert transport.value() == b""  # (a good SETUP: nothing rejected)
+    proto.dataReceived(wire(KeepaliveFrame(respond=True, last_received_position=0)))
+    assert proto.first_bytes == RSOCKET_SETUP[:256]  # (later reads are not looked at)
+    assert transport.value()  # (the KEEPALIVE's answer: the class's path handled it)
