@@ -87,9 +87,11 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from .interfaces import IFrameTransport
+from .transports.peers import guess_client
 from .transports.tls import TLSError, tls_error
 
-__all__ = ["ABORT_DELAY", "ConnectionLogger", "MuxProtocol", "describe_loss", "describe_peer",
+__all__ = ["ABORT_DELAY", "FIRST_BYTES_KEPT", "FIRST_BYTES_WATCHED", "ConnectionLogger",
+           "MuxProtocol", "describe_loss", "describe_peer",
            "fresh_error", "failure_for", "DetachedFailure"]
 
 
@@ -100,6 +102,14 @@ _connection_ids = itertools.count(1)
 #: which a transport that has still not closed (its peer does not read the last bytes) is
 #: aborted.
 ABORT_DELAY = 1.0
+
+#: Bytes of a connection's beginning a protocol keeps (:attr:`MuxProtocol.first_bytes`), to
+#: name a peer that speaks another protocol (:mod:`rsocket_tx.transports.peers`): enough for an
+#: HTTP status line or an RSocket ERROR's text.
+FIRST_BYTES_KEPT = 256
+#: Bytes after which the first reads are no longer watched: every sniffer has decided by then
+#: (:mod:`rsocket_tx.mux.sniff`; the 2015 draft's needs the most, 16).
+FIRST_BYTES_WATCHED = 16
 
 
 def describe_loss(reason: Failure | None,
@@ -284,7 +294,15 @@ class MuxProtocol(Protocol):
     :ivar end_reason: words for why the connection ended, for its "closed" line: a subclass
         sets it when it knows (e.g. the peer's error); else the words of the transport's loss
         (:func:`describe_loss`).
+    :ivar first_bytes: with :attr:`watch_first_bytes`, over a byte stream: the first bytes the
+        peer sent (up to :data:`FIRST_BYTES_KEPT`, those of the reads until
+        :data:`FIRST_BYTES_WATCHED` had come), to name a peer of another protocol
+        (:mod:`rsocket_tx.transports.peers`); ``b""`` until then, or when not watched.
     """
+
+    #: keep the peer's :attr:`first_bytes` (and call :meth:`first_bytes_seen`): the first
+    #: reads of a byte stream go through one more call, later reads do not
+    watch_first_bytes = False
 
     #: the log namespace of :attr:`log` (None: the subclass's module, e.g.
     #: ``"rsocket_tx.protocol"``)
@@ -296,6 +314,7 @@ class MuxProtocol(Protocol):
         self.reactor = reactor
         self.log = ConnectionLogger(self.log_namespace or type(self).__module__)
         self.end_reason: str | None = None
+        self.first_bytes = b""
         self._closed_logged = False
         self.connection = None
         self.event_handlers: dict[type, Callable] = {}
@@ -386,6 +405,34 @@ class MuxProtocol(Protocol):
         """Hook: every event of one read (or tick, or API call) has been dispatched (called
         once per outermost batch, before its write)."""
 
+    def first_bytes_seen(self) -> bool:
+        """Hook (with :attr:`watch_first_bytes`): called on each read of a byte stream until
+        :data:`FIRST_BYTES_WATCHED` bytes have come (they are in :attr:`first_bytes`), before
+        the read is handed to the connection. A protocol that recognises another protocol's
+        client there may close the connection (with its own error) and return True: the read
+        is then not handed on.
+
+        :returns: False (the default): the bytes go to the connection as usual.
+        """
+        return False
+
+    def name_wrong_client(self, own_protocol: str) -> bool:
+        """A server closing a connection whose first message it rejected: when its
+        :attr:`first_bytes` are another protocol's client's
+        (:func:`~rsocket_tx.transports.peers.guess_client`), log (level warn) what they look
+        like and which server to give them to.
+
+        :param own_protocol: this protocol's name among the one-port server's
+            (``"rsocket"``, ``"jini-mux"``, ...): its own sniffer is not asked.
+        :returns: whether a line was logged.
+        """
+        guess = guess_client(self.first_bytes, exclude=own_protocol)
+        if guess is None:
+            return False
+        self.log.warn("{protocol} connection: the first bytes are not this protocol's; they "
+                      "look like {guess}", protocol=self.protocol_name, guess=guess)
+        return True
+
     def release(self) -> None:
         """Hook: the connection is over and its transport is gone: drop what would make a
         reference cycle through this protocol (the dispatch table of bound methods, pending
@@ -398,6 +445,7 @@ class MuxProtocol(Protocol):
         if self.released:
             return
         self.released = True
+        self.__dict__.pop("dataReceived", None)  # (the first reads' watch: no cycle left)
         self.log_closed()
         self.stop_timers()
         self.event_handlers = {}
@@ -426,6 +474,10 @@ class MuxProtocol(Protocol):
         self.log.peer = _peer_of(self.transport)
         self.log.info("{protocol} connection opened", protocol=self.protocol_name)
         self.connection = self.make_connection()
+        if self.watch_first_bytes and not self.message_transport:
+            # the first reads go through _first_reads, an instance attribute removed once
+            # they are in: the class's dataReceived stays the path of every later read
+            self.dataReceived = self._first_reads  # type: ignore[method-assign]
         self.transport.registerProducer(self, True)
         self.connection_started()
         self.flush()
@@ -436,6 +488,18 @@ class MuxProtocol(Protocol):
         if events:
             self.handle_events(events)
         self.flush()
+
+    def _first_reads(self, data: bytes) -> None:
+        """The reads of a byte stream until :data:`FIRST_BYTES_WATCHED` bytes are in: keep
+        them (:attr:`first_bytes`), ask :meth:`first_bytes_seen`, hand them on."""
+        kept = self.first_bytes
+        kept = self.first_bytes = kept + data[:FIRST_BYTES_KEPT - len(kept)]
+        if len(kept) >= FIRST_BYTES_WATCHED:
+            del self.dataReceived  # (the class's again, for every later read)
+        if self.first_bytes_seen():
+            self.flush()
+            return
+        type(self).dataReceived(self, data)
 
     def frameReceived(self, frame: bytes) -> None:
         """One whole frame (no length prefix) from an

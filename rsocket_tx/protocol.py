@@ -104,6 +104,7 @@ from .streams import (
     to_rsocket_error,
 )
 from .transports.limits import ConnectionLimit, RefusedConnection
+from .transports.peers import closed_server, guess_client, guess_server, silent_server
 
 __all__ = [
     "ABORT_DELAY",
@@ -138,14 +139,19 @@ def _words(error: E.RSocketError | None) -> str:
     return f"ERROR[{E.error_code_name(error.error_code)}]: {error.message}"
 
 
-def _end_reason(event: ConnectionClosed) -> str:
-    """Why the connection closed, for its "closed" log line."""
+def _end_reason(event: ConnectionClosed, server: bool) -> str:
+    """Why the connection closed, for its "closed" log line.
+
+    :param server: this side is the server: a SETUP error (ERROR[INVALID_SETUP],
+        ERROR[REJECTED_RESUME], ...) is then one this side sent, rejecting the client's first
+        frame (the core reports it as caused by the peer), not one the peer sent.
+    """
     error = event.error
     if error is None:
         return "closed by this side"
     if isinstance(error, E.ConnectionLostError):
         return error.message  # e.g. "the peer closed the connection without CONNECTION_CLOSE"
-    if not event.by_peer:
+    if not event.by_peer or (server and isinstance(error, E.SetupError)):
         return f"closed by this side with {_words(error)}"
     if isinstance(error, E.ProtocolError):
         return (f"the peer broke the protocol ({error.message}): closed with "
@@ -210,6 +216,13 @@ class RSocketProtocol(MuxProtocol):
     #: the words of a transport that closed cleanly while the connection was open (it ends
     #: with ERROR[CONNECTION_CLOSE], or an ERROR on stream 0, when a peer means to close)
     clean_close = "the peer closed the connection without CONNECTION_CLOSE"
+    #: the wire format's name in :data:`~rsocket_tx.transports.oneport.PROTOCOLS`: a peer is
+    #: named by the other protocols' first bytes (:mod:`rsocket_tx.transports.peers`)
+    peer_protocol = "rsocket"
+    # the first bytes the peer sends are kept, to name a peer of another protocol: a server's
+    # client whose first frame is another protocol's (rejected at once), a client's server
+    # that answers in another protocol or not at all
+    watch_first_bytes = True
 
     #: The sans-IO connection class, built as ``connection_class(role, config, setup=...,
     #: now=..., frame_logger=...)``: RSocket 1.0's; a wire format that speaks the same
@@ -469,6 +482,39 @@ class RSocketProtocol(MuxProtocol):
             wakeups, self._wakeups = self._wakeups, []
             for stream in wakeups:
                 stream.wake()
+
+    def first_bytes_seen(self) -> bool:
+        """Server: a connection whose first bytes are another protocol's client's (TLS, HTTP,
+        the Jini mux, ...: :func:`~rsocket_tx.transports.peers.guess_client`) is rejected at
+        once with ERROR[INVALID_SETUP] naming it (spec §Connection Establishment), not after
+        waiting for a frame its length prefix never completes."""
+        if self._role != Role.SERVER or self._delegate is not None:
+            return False
+        guess = guess_client(self.first_bytes, exclude=self.peer_protocol)
+        if guess is None:
+            return False
+        self._reject_setup(E.InvalidSetupError(
+            f"the first bytes are no {self.wire_name} SETUP: they look like {guess.what}"))
+        return True
+
+    def _wrong_server(self, error: E.RSocketError) -> E.RSocketError:
+        """Client, the connection closed: ``error``, or, when the server answered in another
+        protocol (:func:`~rsocket_tx.transports.peers.guess_server`) or sent no byte at all,
+        a :class:`~rsocket_tx.core.errors.ConnectionLostError` that says so and what to do."""
+        if self.message_transport or isinstance(
+                error, (E.SetupError, E.ConnectionCloseError, E.ExcessiveBufferingError)):
+            # (WebSocket: its handshake tells the server; an RSocket server's answer; our
+            # side's doing)
+            return error
+        guess = guess_server(self.first_bytes, exclude=self.peer_protocol)
+        if guess is not None:
+            return E.ConnectionLostError(f"{guess} ({error.message})")
+        if self.first_bytes or not isinstance(error, E.ConnectionLostError) \
+                or self._conn.resume_token is not None:
+            return error  # (bytes of no known protocol; a resumable session's own end)
+        if self.transport_gone:
+            return E.ConnectionLostError(f"{closed_server(self.wire_name)} ({error.message})")
+        return E.ConnectionLostError(silent_server(self._conn.setup.max_lifetime, self.wire_name))
 
     # ------------------------------------------------------------------ session state
 
@@ -945,6 +991,11 @@ class RSocketProtocol(MuxProtocol):
     def _on_connection_closed(self, event: ConnectionClosed) -> None:
         if event.error is not None:
             event.error.__traceback__ = None  # (as in _on_stream_errored)
+            if self._role == Role.CLIENT:
+                if self.resumes == 0:  # (a peer of another protocol is known by its start)
+                    event.error = self._wrong_server(event.error)
+            elif isinstance(event.error, E.SetupError):
+                self.name_wrong_client(self.peer_protocol)
         error = event.error or E.ConnectionLostError("the connection was closed")
         if not isinstance(error, E.ConnectionError) and not isinstance(error, E.SetupError) \
                 and not isinstance(error, E.ConnectionCloseError):
@@ -977,7 +1028,8 @@ class RSocketProtocol(MuxProtocol):
         for stream in inbound.values():
             stream.on_error(error)
         self.cancel_tick()
-        self.end_reason = _end_reason(event)  # (logged when the transport is gone too)
+        # (logged when the transport is gone too)
+        self.end_reason = _end_reason(event, self._role == Role.SERVER)
         self.ended = True
         transport = self.transport
         if self.aborting:

@@ -102,6 +102,8 @@ class JiniMuxProtocol(MuxProtocol):
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self.role = role
         self.config = config
+        # a server keeps a client's first bytes: one that is not a Jini mux client is named
+        self.watch_first_bytes = role is Role.SERVER
         self.requests: dict[int, Any] = {}
         self.terminated: ConnectionTerminatedError | None = None
         self._shutdown_detail: str | None = None
@@ -361,6 +363,9 @@ class JiniMuxProtocol(MuxProtocol):
         self.terminated = error
         # (the words of the "closed" log line)
         self.end_reason = event.reason if event.by_peer else f"closed by this side: {event.reason}"
+        if not event.by_peer and self.role is Role.SERVER \
+                and not self.connection.handshake_complete:
+            self.name_wrong_client("jini-mux")  # (its header was another protocol's bytes)
         self.ended = True
         requests, self.requests = self.requests, {}
         retired, self._retired = self._retired, {}

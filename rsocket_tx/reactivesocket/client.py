@@ -135,7 +135,12 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
         within ``max_lifetime`` ms).
     :param settings: fields of ``config`` (:data:`CONNECT_SETTINGS`).
     :returns: Deferred firing with a :class:`~rsocket_tx.reactivesocket.protocol.ReactiveSocket`
-        (the requester handle), or failing with the endpoint's connection error.
+        (the requester handle), or failing with the endpoint's connection error. A server
+        that answers in another protocol (an RSocket 1.0 server's ERROR[INVALID_SETUP], an
+        HTTP status, a TLS alert, ...: :mod:`rsocket_tx.transports.peers`) or not at all
+        fails the requests (and, with ``lease``, this Deferred) with a
+        :class:`~rsocket_tx.core.errors.ConnectionLostError` that names it and the client to
+        use.
     :raises ValueError: a bad endpoint string or setting.
     :raises TypeError: an unknown setting, or ``lease`` neither a bool nor a LeasePolicy.
     """

@@ -94,6 +94,7 @@ class ReactiveSocketProtocol(RSocketProtocol):
     #: CONNECTION_CLOSE: a peer ends a connection by closing its transport)
     wire_name = "ReactiveSocket"
     clean_close = "the peer closed the connection"
+    peer_protocol = "rs2015"  # (its name among the one-port server's protocols)
 
     @property  # type: ignore[override]
     def rsocket(self) -> ReactiveSocket:

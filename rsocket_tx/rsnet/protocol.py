@@ -109,6 +109,8 @@ class RSNetProtocol(MuxProtocol):
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self.role = role
         self.config = config
+        # a server keeps a client's first bytes: one that is not an RS-network client is named
+        self.watch_first_bytes = role is Role.SERVER
         self.publishers = as_publisher(publishers)
         self.subscriptions: dict[int, Subscription] = {}
         self.pumps: dict[int, ElementPump] = {}
@@ -558,6 +560,8 @@ class RSNetProtocol(MuxProtocol):
         self.ended = True
         # (the words of the "closed" log line)
         self.end_reason = event.reason if event.by_peer else f"closed by this side: {event.reason}"
+        if not event.by_peer and self.role is Role.SERVER and self.connection.peer_version is None:
+            self.name_wrong_client("rsnet")  # (its clientHello was another protocol's bytes)
         error = self.tls_failure or ConnectionClosedError(event.reason, by_peer=event.by_peer)
         if self.closed_error is None:
             self.closed_error = error

@@ -87,6 +87,7 @@ from ..reactivesocket import frames as rs2015_frames
 from ..reactivesocket.protocol import WEBSOCKET_SUBPROTOCOL as RS2015_WEBSOCKET_SUBPROTOCOL
 from ..rsnet import codec as rsnet_codec
 from .limits import DEFAULT_MAX_CONNECTIONS, ConnectionLimit, RefusedConnection, build_uncounted
+from .peers import guess_client
 from .websocket import (
     CLOSE_NORMAL,
     CLOSE_UNSUPPORTED_DATA,
@@ -434,6 +435,9 @@ class SniffingProtocol(Protocol):
         """Log why the connection is refused, with the peer and its first bytes, and close it."""
         self.rejected = True
         self.stop_timer()
+        guess = guess_client(self.buffer)
+        if guess is not None:  # (a protocol or layer this port does not serve)
+            why = f"{why}; they look like {guess}"
         shown = self.buffer[:LOGGED_PREFIX_SIZE].hex(" ")
         more = "" if len(self.buffer) <= LOGGED_PREFIX_SIZE else " ..."
         log.info("One-port server: closing the {tls}connection from {peer}: {why} "
