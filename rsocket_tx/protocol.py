@@ -248,7 +248,6 @@ class RSocketProtocol(MuxProtocol):
         self._setup_frame = setup
         self._frame_logger = frame_logger
         self._conn: RSocketConnection | None = None  # (also self.connection)
-        self._own_parity = 1 if role == Role.CLIENT else 0  # stream ids we open: odd / even
         self.setup_info: SetupInfo | None = (
             SetupInfo.from_frame(setup) if setup is not None else None)
         self._written: list[Deferred] = []  # fire-and-forget / metadata-push Deferreds
@@ -925,7 +924,7 @@ class RSocketProtocol(MuxProtocol):
         pump = self._pumps.pop(sid, None)
         if pump is not None:
             pump.stop()
-        if (sid & 1) != self._own_parity:
+        if event.responding:
             # we are the responder: the requester's CANCEL ends the whole stream, inbound too.
             # (On a stream we requested, a CANCEL only stops our outbound half.)
             inbound = self._inbound.pop(sid, None)
@@ -1106,7 +1105,7 @@ class RSocketProtocol(MuxProtocol):
         cause = error.__cause__
         if cause is not None:
             error.__cause__ = None  # (its traceback would hold the pump's frames)
-            if (sid & 1) != self._own_parity:  # (our own requests' errors reach their caller)
+            if not self._conn.is_requester(sid):  # (our requests' errors reach their caller)
                 self._handler_failed(Failure(cause), "the stream source from the handler", sid)
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]

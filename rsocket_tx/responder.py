@@ -11,6 +11,7 @@ from .core.errors import RejectedError
 from .core.frames import SetupFrame
 from .core.payload import Payload
 from .extensions import RequestMetadata, parse_metadata
+from .extensions.redaction import describe_any_metadata, shown_bytes
 from .routing import Router
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,17 +158,22 @@ class Responder:
         return self._routed("request_response", payload)
 
     def fire_and_forget(self, payload: Payload):
-        """Receive a one-way message (spec §Request Fire-n-Forget). Default: log and drop."""
+        """Receive a one-way message (spec §Request Fire-n-Forget). Default: log (level info)
+        and drop; credentials in the metadata are masked
+        (:func:`~rsocket_tx.extensions.redaction.describe_metadata`)."""
         router = self._router
         if router is not None and router.serves("fire_and_forget"):
             return router.dispatch(self, "fire_and_forget", payload)
-        self.log.info("fire-and-forget not handled by {responder}: {payload!r}",
-                      responder=type(self).__name__, payload=payload)
+        self.log.info("fire-and-forget not handled by {responder}: data={data}, "
+                      "metadata={metadata}", responder=type(self).__name__,
+                      data=shown_bytes(payload.data),
+                      metadata=describe_any_metadata(payload.metadata))
 
     def metadata_push(self, metadata: bytes):
-        """Receive connection-level metadata (spec §METADATA_PUSH). Default: log and drop."""
-        self.log.info("metadata-push not handled by {responder}: {metadata!r}",
-                      responder=type(self).__name__, metadata=metadata)
+        """Receive connection-level metadata (spec §METADATA_PUSH). Default: log (level info,
+        credentials masked) and drop."""
+        self.log.info("metadata-push not handled by {responder}: metadata={metadata}",
+                      responder=type(self).__name__, metadata=describe_any_metadata(metadata))
 
     def request_stream(self, payload: Payload):
         """Return an iterable or async iterable of :class:`Payload` (spec §Request Stream)."""

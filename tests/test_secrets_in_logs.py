@@ -12,15 +12,18 @@ import io
 import re
 import signal
 
+import pytest
 import pytest_twisted
 from test_cli import SAFETY, _reactor, spawn
 from test_server_logging import (
     events,  # noqa: F401 - the fixture
     text,
+    until,
 )
 from twisted_support import wait
 
-from rsocket_tx import Payload, cli
+from rsocket_tx import Payload, Responder, cli
+from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core import frames
 from rsocket_tx.extensions.auth import BearerAuth, SimpleAuth, encode_auth
 from rsocket_tx.extensions.composite import encode_composite
@@ -223,3 +226,33 @@ async def test_rsocket_tx_serve_debug_logs_no_clients_password(harness):
     assert "auth:bearer(token=***)" in log
     assert_no_secret(log)
 
+
+
+# ------------------------------------------------- what responders log at level info
+
+
+class Unhandled(Responder):
+    pass
+
+
+@pytest.mark.parametrize("responder", [Unhandled, DemoResponder])
+@pytest_twisted.ensureDeferred
+async def test_unhandled_and_demo_info_lines_mask_credentials(harness, events, responder):  # noqa: F811
+    """The base Responder logs a fire-and-forget and a metadata-push it does not handle, and
+    the demo logs every one, at level info: a client's credentials in their metadata (its
+    own authentication metadata or a composite entry) are masked there too."""
+    rs = await harness.connect(await harness.serve(responder))
+    await wait(rs.fire_and_forget(Payload(b"note", composite((AUTHENTICATION, SIMPLE)))))
+    await wait(rs.fire_and_forget(Payload(b"note2", BEARER)))
+    await wait(rs.metadata_push(composite((AUTHENTICATION, BEARER))))
+    await until(lambda: len(info_lines(events)) >= 3)
+    lines = "\n".join(info_lines(events))
+    assert_no_secret(lines)
+    assert "auth:simple(username='alice', password=***)" in lines
+    assert lines.count("token=***") == 2
+    assert "b'note'" in lines and "b'note2'" in lines
+
+
+def info_lines(events) -> list[str]:
+    return [text(e) for e in events
+            if "fire-and-forget" in text(e) or "metadata-push" in text(e)]

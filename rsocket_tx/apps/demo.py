@@ -17,6 +17,7 @@ from twisted.logger import Logger
 
 from ..core.errors import InvalidError
 from ..core.payload import Payload
+from ..extensions.redaction import describe_any_metadata, shown_bytes
 from ..responder import Responder
 
 __all__ = ["DemoResponder", "DEFAULT_STREAM_COUNT", "parse_count"]
@@ -90,13 +91,13 @@ class DemoResponder(Responder):
             yield _copy(payload)
 
     def fire_and_forget(self, payload: Payload) -> None:
-        """Log the payload (twisted.logger, level info)."""
-        self.log.info(
-            "fire-and-forget: data={data!r} metadata={metadata!r}",
-            data=payload.data,
-            metadata=payload.metadata,
-        )
+        """Log the payload (twisted.logger, level info; credentials in the metadata masked:
+        :func:`~rsocket_tx.extensions.redaction.describe_any_metadata`)."""
+        self.log.info("fire-and-forget: data={data} metadata={metadata}",
+                      data=shown_bytes(payload.data),
+                      metadata=describe_any_metadata(payload.metadata))
 
     def metadata_push(self, metadata: bytes) -> None:
-        """Log the metadata (twisted.logger, level info)."""
-        self.log.info("metadata-push: metadata={metadata!r}", metadata=metadata)
+        """Log the metadata (twisted.logger, level info; credentials masked)."""
+        self.log.info("metadata-push: metadata={metadata}",
+                      metadata=describe_any_metadata(metadata))

@@ -460,6 +460,11 @@ class RSocketConnection:
         granted = self._granted
         return None if granted is None else granted.stats(self._now, self.peer_stream_count)
 
+    def is_requester(self, stream_id: int) -> bool:
+        """Whether this side opened (requested) ``stream_id``: RSocket 1.0 Protocol §Stream
+        Identifiers gives each side its parity (the client's odd, the server's even ids)."""
+        return self._ids.is_local(stream_id)
+
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is an open stream."""
         # (the dict's get and the set's membership: no Python call)
@@ -1774,7 +1779,7 @@ class RSocketConnection:
             # the responder of a channel canceled our outbound half
             if s.send_open:
                 self._half_close_send(sid, s)
-                events.append(CancelReceived(sid))
+                events.append(CancelReceived(sid, False))
             return
         self._drop(sid, s)
         events.append(CancelReceived(sid))

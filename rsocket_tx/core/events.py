@@ -109,12 +109,20 @@ class RequestNReceived(Event):
 
 
 class CancelReceived(Event):
-    """The peer canceled ``stream_id``: stop sending on it."""
+    """The peer canceled ``stream_id``: stop sending on it.
 
-    __slots__ = ("stream_id",)
+    ``responding`` True: the requester canceled a stream this side responds on, which ends
+    the whole stream (inbound too, for a channel); False: the responder of a channel this
+    side requested canceled our outbound half only (RSocket 1.0 Protocol §Request Channel).
+    The connection knows which side opened the stream; parity alone does not tell it where a
+    protocol lets a requester pick any id (the 2015 draft).
+    """
 
-    def __init__(self, stream_id: int) -> None:
+    __slots__ = ("stream_id", "responding")
+
+    def __init__(self, stream_id: int, responding: bool = True) -> None:
         self.stream_id = stream_id
+        self.responding = responding
 
 
 class StreamErrored(Event):

@@ -23,15 +23,17 @@ parses as composite metadata and shows other metadata as bytes.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable
 
 from twisted.logger import Logger
 
 from ..core.errors import error_code_name
-from ..extensions.auth import BearerAuth, Credentials, SimpleAuth, decode_auth
-from ..extensions.composite import CompositeEntry, decode_composite
-from ..extensions.mimetypes import AUTHENTICATION, COMPOSITE_METADATA, MetadataDecodeError
+from ..extensions.redaction import (
+    URI_PASSWORD,
+    describe_metadata,
+    mask_uri_passwords,
+    shown_bytes,
+)
 
 __all__ = [
     "URI_PASSWORD",
@@ -41,86 +43,6 @@ __all__ = [
     "make_frame_logger",
     "mask_uri_passwords",
 ]
-
-#: The password of a URI's user information, ``scheme://user:PASSWORD@`` (group 1).
-URI_PASSWORD = re.compile(r"://[^/?#@:\s]*:([^/?#@\s]+)@")
-_URI_PASSWORD_BYTES = re.compile(URI_PASSWORD.pattern.encode())
-
-#: Bytes of a data or metadata field shown before it is cut.
-SHOWN_BYTES = 64
-
-_MASK = "***"
-
-
-def mask_uri_passwords(text: str) -> str:
-    """``text`` with the password of each ``scheme://user:password@`` in it shown as ``***``
-    (``tcp://bob:***@host:7878``)."""
-    return URI_PASSWORD.sub(lambda m: m.group(0)[:m.start(1) - m.start(0)] + _MASK + "@", text)
-
-
-def _masked_bytes(value: bytes, secrets: Iterable[bytes]) -> bytes:
-    for secret in secrets:
-        if secret:
-            value = value.replace(secret, _MASK.encode())
-    return _URI_PASSWORD_BYTES.sub(
-        lambda m: m.group(0)[:m.start(1) - m.start(0)] + _MASK.encode() + b"@", value)
-
-
-def _shown_bytes(value: bytes, secrets: Iterable[bytes]) -> str:
-    value = _masked_bytes(value, secrets)
-    if len(value) <= SHOWN_BYTES:
-        return repr(value)
-    return f"{value[:SHOWN_BYTES]!r}...<{len(value)} bytes>"
-
-
-def _describe_credentials(credentials: Credentials) -> str:
-    if isinstance(credentials, SimpleAuth):
-        return f"simple(username={credentials.username!r}, password={_MASK})"
-    if isinstance(credentials, BearerAuth):
-        return f"bearer(token={_MASK})"
-    return f"{credentials.auth_type!r}(<{len(credentials.payload)} bytes hidden>)"
-
-
-def _describe_auth(content: bytes) -> str:
-    try:
-        return "auth:" + _describe_credentials(decode_auth(content))
-    except MetadataDecodeError:
-        return f"<{len(content)} bytes: not valid authentication metadata, not shown>"
-
-
-def _describe_entry(entry: CompositeEntry, secrets: Iterable[bytes]) -> str:
-    if entry.mime_type == AUTHENTICATION:
-        return _describe_auth(entry.content)
-    return f"{entry.mime_type}:{_shown_bytes(entry.content, secrets)}"
-
-
-def describe_metadata(metadata: bytes | bytearray | memoryview, mime_type: str | None,
-                      secrets: Iterable[bytes] = (), *, fragment: bool = False) -> str:
-    """A frame's metadata for the log, with no credential in it (see the module docstring).
-
-    :param metadata: the metadata bytes.
-    :param mime_type: the connection's metadata MIME type (lower case), or None if unknown.
-    :param secrets: bytes shown as ``***`` wherever they occur.
-    :param fragment: the bytes are a fragment of the metadata (FOLLOWS, or a frame continuing
-        one): with an authentication, composite or unknown MIME type only the length is shown.
-    :returns: e.g. ``"composite[message/x.rsocket.routing.v0:b'\\x04echo',
-        auth:simple(username='alice', password=***)]"``.
-    """
-    metadata = bytes(metadata)
-    if mime_type in (AUTHENTICATION, COMPOSITE_METADATA, None) and fragment and metadata:
-        return f"<{len(metadata)} bytes of a fragment, not shown>"
-    if mime_type == AUTHENTICATION:
-        return _describe_auth(metadata)
-    if mime_type in (COMPOSITE_METADATA, None):
-        entries = decode_composite(metadata)  # never raises: a bad entry has ``error`` set
-        parsed = not any(entry.error for entry in entries)
-        if parsed and any(entry.mime_type == AUTHENTICATION for entry in entries):
-            return "composite[" + ", ".join(_describe_entry(entry, secrets)
-                                            for entry in entries) + "]"
-        if not parsed and mime_type is not None:
-            return f"<{len(metadata)} bytes: not valid composite metadata, not shown>"
-    return _shown_bytes(metadata, secrets)
-
 
 def _mime_type(value: bytes) -> str:
     return bytes(value).decode("ascii", "replace").strip().lower()
@@ -165,7 +87,7 @@ def describe_frame(frame, secrets: Iterable[bytes] = (), *, metadata_mime_type: 
             parts.append("metadata=" + describe_metadata(value, metadata_mime_type, secrets,
                                                          fragment=fragment))
         elif isinstance(value, (bytes, bytearray, memoryview)):
-            parts.append(f"{field.name}={_shown_bytes(bytes(value), secrets)}")
+            parts.append(f"{field.name}={shown_bytes(bytes(value), secrets)}")
         elif field.name == "error_code":
             parts.append(f"error_code={error_code_name(value)}")
         else:

@@ -333,6 +333,15 @@ class ReactiveSocketConnection:
         granted = self._granted
         return None if granted is None else granted.stats(self._now, self._streams.remote)
 
+    def is_requester(self, stream_id: int) -> bool:
+        """Whether this side opened (requested) the open stream ``stream_id``. The draft has
+        no parity rule (§Stream Identifiers): a peer may open an id of this side's parity, so
+        the stream says which side opened it; an id no open stream holds is this side's when
+        its parity is.
+        """
+        s = self._streams.get(stream_id)
+        return self._ids.is_local(stream_id) if s is None else s.requester
+
     def has_stream(self, stream_id: int) -> bool:
         """True while ``stream_id`` is open."""
         return self._streams.get(stream_id) is not None

@@ -399,7 +399,8 @@ def test_channel_cancel_from_responder_stops_requesters_outbound(direction: str)
     rs.send_cancel(sid)
     (frame,) = decode_all(out := rs.data_to_send())
     assert frame == F.CancelFrame(stream_id=sid)
-    assert rq.receive_data(out) == [CancelReceived(sid)]
+    # responding=False: our outbound half alone ends (the protocol keeps the inbound half)
+    assert rq.receive_data(out) == [CancelReceived(sid, responding=False)]
     assert rq.credit(sid) == 0
     _refuses_payload(rq, sid, quiet=True)
     # the responder's outbound half is still live
