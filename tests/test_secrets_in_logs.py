@@ -253,6 +253,6 @@ async def test_unhandled_and_demo_info_lines_mask_credentials(harness, events, r
     assert "b'note'" in lines and "b'note2'" in lines
 
 
-def info_lines(events) -> list[str]:
-    return [text(e) for e in events
+def info_lines(logged) -> list[str]:
+    return [text(e) for e in logged
             if "fire-and-forget" in text(e) or "metadata-push" in text(e)]
