@@ -117,7 +117,7 @@ def test_library_factory_does_not_depend_on_the_demo() -> None:
             "from rsocket_tx.responder import Responder\n"
             "factory = RSocketServerFactory(None)\n"
             "assert factory.responder_factory is Responder, factory.responder_factory\n"
-            "assert 'rsocket_tx.demo' not in sys.modules\n")
+            "assert 'rsocket_tx.apps.demo' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr

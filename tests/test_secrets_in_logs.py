@@ -22,13 +22,14 @@ from test_server_logging import (
 )
 from twisted_support import wait
 
-from rsocket_tx import Payload, Responder, cli
+from rsocket_tx import Payload, Responder
 from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core import frames
 from rsocket_tx.extensions.auth import BearerAuth, SimpleAuth, encode_auth
 from rsocket_tx.extensions.composite import encode_composite
 from rsocket_tx.extensions.mimetypes import AUTHENTICATION, COMPOSITE_METADATA, ROUTING
 from rsocket_tx.extensions.routing import encode_routing
+from rsocket_tx.faces import cli
 from rsocket_tx.faces.tap import describe_frame, make_frame_logger
 from rsocket_tx.reactivesocket import frames as draft_frames
 
@@ -253,6 +254,6 @@ async def test_unhandled_and_demo_info_lines_mask_credentials(harness, events, r
     assert "b'note'" in lines and "b'note2'" in lines
 
 
-def info_lines(events) -> list[str]:
-    return [text(e) for e in events
+def info_lines(logged) -> list[str]:
+    return [text(e) for e in logged
             if "fire-and-forget" in text(e) or "metadata-push" in text(e)]
