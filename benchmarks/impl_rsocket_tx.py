@@ -11,7 +11,7 @@ issues the next request, as the raw Twisted client does),
 in one call, awaiting its Deferred, then yielding one reactor turn), and
 ``request_stream(..., prefetch=...)`` consumed with ``async for``. The transport
 (``BENCH_TRANSPORT``: tcp, tls, ws, wss) is an endpoint object: Twisted's TCP/SSL endpoints,
-wrapped in ``rsocket_tx.websocket``'s endpoints for ws/wss.
+wrapped in ``rsocket_tx.transports.websocket``'s endpoints for ws/wss.
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def _import():
 
 def _server_endpoint(reactor):
     """TCP, TLS (Twisted's SSL endpoint), WebSocket or WebSocket over TLS
-    (``rsocket_tx.websocket``), after ``BENCH_TRANSPORT``."""
+    (``rsocket_tx.transports.websocket``), after ``BENCH_TRANSPORT``."""
     kind = bench.transport()
     endpoint = bench.twisted_server_endpoint(reactor, kind)
     if bench.is_ws(kind):
-        from rsocket_tx.websocket import WebSocketServerEndpoint
+        from rsocket_tx.transports.websocket import WebSocketServerEndpoint
 
         endpoint = WebSocketServerEndpoint(reactor, endpoint, bench.WS_PATH)
     return endpoint
@@ -71,7 +71,7 @@ def _client_endpoint(reactor, port: int):
     kind = bench.transport()
     endpoint = bench.twisted_client_endpoint(reactor, port, kind)
     if bench.is_ws(kind):
-        from rsocket_tx.websocket import WebSocketClientEndpoint
+        from rsocket_tx.transports.websocket import WebSocketClientEndpoint
 
         endpoint = WebSocketClientEndpoint(reactor, endpoint, bench.ws_url(port, kind))
     return endpoint

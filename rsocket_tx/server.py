@@ -18,7 +18,7 @@ from .transports.listening import ServerPort, listen
 __all__ = ["serve", "ServerPort"]
 
 
-def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *, reactor=None,
+def serve(endpoint, responder_factory: Callable[[], Responder], *, reactor=None,
           config: ConnectionConfig | None = None, lease_policy: LeasePolicy | None = None,
           frame_logger: Callable | None = None, interceptors: Iterable[Interceptor] = (),
           **settings) -> Deferred[IListeningPort]:
@@ -31,9 +31,12 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
         ``"tls://:7879?privateKey=key.pem&certKey=cert.pem"``, ``"ws://:8080/rsocket"``,
         ``"wss://:8443/rsocket?privateKey=key.pem"``), or an ``IStreamServerEndpoint``; see
         the transports page of the docs.
-    :param responder_factory: zero-argument callable making a
-        :class:`~rsocket_tx.responder.Responder` per connection (a Responder subclass works);
-        None serves :class:`~rsocket_tx.apps.demo.DemoResponder`.
+    :param responder_factory: required: a zero-argument callable making a
+        :class:`~rsocket_tx.responder.Responder` per connection, usually the Responder
+        subclass itself (``serve("tcp:7878", MyResponder)``; with arguments,
+        ``functools.partial(MyResponder, ...)``). The library has no default responder: the
+        demo one (:class:`rsocket_tx.apps.demo.DemoResponder`, echo and count) is the default
+        of ``twistd rsocket`` and ``rsocket-tx serve`` only, and is passed here like any other.
     :param reactor: the reactor; None: the global one.
     :param config: the connection settings, one
         :class:`~rsocket_tx.core.config.ConnectionConfig` (None: the defaults); the keyword
@@ -86,16 +89,37 @@ def serve(endpoint, responder_factory: Callable[[], Responder] | None = None, *,
     :returns: Deferred firing with the ``IListeningPort``; its ``factory`` is the
         :class:`~rsocket_tx.protocol.RSocketServerFactory` (for endpoints whose port has
         another factory, e.g. TLS, a :class:`ServerPort` wrapping the port).
+    :raises TypeError: ``responder_factory`` is None or not callable (e.g. a Responder
+        instance rather than its class).
     :raises ValueError: a bad endpoint string or setting.
     """
+    _check_responder_factory(responder_factory)
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
-    if responder_factory is None:
-        from .apps.demo import DemoResponder  # the face's default, not the library's
-        responder_factory = DemoResponder
     config = build_config(config, settings, SERVER_SETTINGS, "serve")
     factory = RSocketServerFactory(responder_factory, reactor=reactor, config=config,
                                    lease_policy=lease_policy, frame_logger=frame_logger,
                                    interceptors=interceptors)
     return listen(server_endpoint(reactor, endpoint), factory)
+
+
+def _check_responder_factory(responder_factory: object) -> None:
+    """Raise :class:`TypeError`, saying what to pass, unless ``responder_factory`` is callable.
+
+    :raises TypeError: None (there is no default responder) or a non-callable, such as a
+        :class:`~rsocket_tx.responder.Responder` instance where its class belongs.
+    """
+    if callable(responder_factory):
+        return
+    usage = ("serve() needs responder_factory, a zero-argument callable returning a Responder "
+             "for each connection: usually your Responder subclass itself, as in "
+             "serve('tcp:7878', MyResponder)")
+    if responder_factory is None:
+        raise TypeError(f"{usage}; got None (serve() has no default responder; the demo one "
+                        "is rsocket_tx.apps.demo.DemoResponder)")
+    if isinstance(responder_factory, Responder):
+        name = type(responder_factory).__name__
+        raise TypeError(f"{usage}; got an instance of {name}: pass the class, {name}, "
+                        "not an instance (one responder is made per connection)")
+    raise TypeError(f"{usage}; got {responder_factory!r}, which is not callable")

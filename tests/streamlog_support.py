@@ -11,8 +11,8 @@ import pytest
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 
+from rsocket_tx.apps.streamlog import StreamLog, StreamLogResponder
 from rsocket_tx.extensions import COMPOSITE_METADATA
-from rsocket_tx.streamlog import StreamLog, StreamLogResponder
 
 JSON = "application/json"
 

@@ -1,6 +1,6 @@
-"""rsocket_tx.cli (``rsocket-tx``): parsing, input/output forms, and end to end against a real
-server on a loopback port (in-process with :func:`rsocket_tx.cli.run`, and as a subprocess with
-``python -m rsocket_tx``)."""
+"""rsocket_tx.faces.cli (``rsocket-tx``): parsing, input/output forms, and end to end against a
+real server on a loopback port (in-process with :func:`rsocket_tx.faces.cli.run`, and as a
+subprocess with ``python -m rsocket_tx``)."""
 
 from __future__ import annotations
 
@@ -23,24 +23,27 @@ from twisted.protocols.policies import WrappingFactory
 from twisted.python import usage
 from twisted_support import SERVER_OPTIONS_ARGV
 
-from rsocket_tx import cli
-from rsocket_tx.cli import (
+from rsocket_tx.apps.demo import DemoResponder
+from rsocket_tx.core.errors import ApplicationError, ConnectionLostError
+from rsocket_tx.core.payload import Payload
+from rsocket_tx.faces import cli
+from rsocket_tx.faces.cli import (
     EXIT_CONNECTION,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_TIMEOUT,
     EXIT_USAGE,
+    Streams,
     UsageError,
+    exit_status_for,
+    format_data,
     format_payload,
     parse_args,
     read_source,
 )
-from rsocket_tx.core.errors import ApplicationError, ConnectionLostError
-from rsocket_tx.core.payload import Payload
-from rsocket_tx.demo import DemoResponder
-from rsocket_tx.faces.cli import EXIT_INTERRUPTED, Streams, exit_status_for, format_data
+from rsocket_tx.faces.tap import DEFAULT_LISTEN, Options
 from rsocket_tx.responder import Responder
-from rsocket_tx.tap import DEFAULT_LISTEN, Options
 from rsocket_tx.transports.tls import TLSError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -610,7 +613,7 @@ async def test_rejected_when_not_implemented():
 @pytest_twisted.ensureDeferred
 async def test_setup_refused_by_the_servers_keepalive_limit():
     """The server of ``rsocket-tx serve --min-keepalive-interval`` refuses a faster client."""
-    from rsocket_tx.tap import build_service, parse_server_settings
+    from rsocket_tx.faces.tap import build_service, parse_server_settings
 
     service = build_service(
         parse_server_settings(listen=["tcp:0:interface=127.0.0.1"], min_keepalive_interval=1000),

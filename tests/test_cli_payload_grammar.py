@@ -21,7 +21,7 @@ WAIT = 60  # seconds: only so that a broken test fails instead of hanging
 
 async def _rsocket() -> tuple[str, object]:
     from rsocket_tx import serve
-    from rsocket_tx.demo import DemoResponder
+    from rsocket_tx.apps.demo import DemoResponder
 
     port = await serve("tcp:0:interface=127.0.0.1", DemoResponder, reactor=reactor)
     return f"tcp://127.0.0.1:{port.getHost().port}", port.stopListening
@@ -51,7 +51,7 @@ async def _rsnet() -> tuple[str, object]:
 
 
 async def _rs2015() -> tuple[str, object]:
-    from rsocket_tx.demo import DemoResponder
+    from rsocket_tx.apps.demo import DemoResponder
     from rsocket_tx.reactivesocket import ReactiveSocketServerFactory
     from rsocket_tx.reactivesocket.client import server_endpoint
 

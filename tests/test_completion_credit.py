@@ -25,6 +25,7 @@ from twisted.internet.defer import Deferred
 from twisted_support import server_protocol, wire
 
 from rsocket_tx import Payload, Responder
+from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core.errors import ErrorCode
 from rsocket_tx.core.frames import (
     CancelFrame,
@@ -34,7 +35,6 @@ from rsocket_tx.core.frames import (
     RequestNFrame,
     RequestStreamFrame,
 )
-from rsocket_tx.demo import DemoResponder
 
 #: exact credits: one item, a few, a whole default window
 CREDITS = (1, 3, 256)

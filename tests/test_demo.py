@@ -1,4 +1,4 @@
-"""rsocket_tx.demo.DemoResponder, its methods called directly (no connection)."""
+"""rsocket_tx.apps.demo.DemoResponder, its methods called directly (no connection)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 import pytest_twisted
 from twisted.logger import LogLevel, capturedLogs, formatEvent
 
+from rsocket_tx.apps.demo import DEFAULT_STREAM_COUNT, DemoResponder, parse_count
 from rsocket_tx.core.errors import InvalidError
 from rsocket_tx.core.payload import Payload
-from rsocket_tx.demo import DEFAULT_STREAM_COUNT, DemoResponder, parse_count
 from rsocket_tx.responder import Responder, SetupInfo
 
 

@@ -20,7 +20,7 @@ from twisted.plugin import getPlugins
 from twisted_support import EchoResponder, wait
 
 from rsocket_tx import Payload, connect, serve
-from rsocket_tx.websocket import WebSocketClientEndpoint, WebSocketServerEndpoint
+from rsocket_tx.transports.websocket import WebSocketClientEndpoint, WebSocketServerEndpoint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,7 +145,7 @@ def test_ws_client_strings_build_the_url():
     ("wss:0", "privateKey=FILE is required"),
 ])
 def test_server_string_errors(certs, spec, message):
-    from rsocket_tx.endpoints import server_endpoint
+    from rsocket_tx.transports.endpoints import server_endpoint
 
     spec = spec.format(key=certs.server_key, cert=certs.server_cert, ca=certs.ca)
     with pytest.raises(ValueError, match=message):
@@ -162,7 +162,7 @@ def test_server_string_errors(certs, spec, message):
     ("wss:host=h:port=443:trustRoots=/nonexistent.pem", "cannot read the certificate file"),
 ])
 def test_client_string_errors(spec, message):
-    from rsocket_tx.endpoints import client_endpoint
+    from rsocket_tx.transports.endpoints import client_endpoint
 
     with pytest.raises(ValueError, match=message):
         client_endpoint(reactor, spec)

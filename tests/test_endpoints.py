@@ -1,4 +1,5 @@
-"""rsocket_tx.endpoints: endpoint strings, URIs and endpoint objects -> Twisted endpoints."""
+"""rsocket_tx.transports.endpoints: endpoint strings, URIs and endpoint objects -> Twisted
+endpoints."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndp
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
 
-from rsocket_tx import endpoints
-from rsocket_tx.endpoints import (
+from rsocket_tx.transports import endpoints
+from rsocket_tx.transports.endpoints import (
     client_endpoint,
     is_uri,
     register_uri_scheme,

@@ -37,8 +37,8 @@ from rsocket_tx.core.frames import (
     RequestResponseFrame,
     RequestStreamFrame,
 )
+from rsocket_tx.faces.tap import build_service, parse_server_settings
 from rsocket_tx.protocol import ABORT_DELAY
-from rsocket_tx.tap import build_service, parse_server_settings
 
 aio = pytest_twisted.ensureDeferred
 

@@ -7,6 +7,9 @@
 - The mux layer is the bottom: it imports only the standard library and itself.
 - The RSocket core sits right above it: it imports only the standard library, itself and the
   mux layer.
+- Library code never depends on the sample apps (``rsocket_tx/apps``): only the faces
+  (``rsocket_tx/faces``) and the apps themselves import them. The demo responder is the
+  default of ``twistd rsocket`` and ``rsocket-tx serve``, not of ``serve()`` or a factory.
 """
 
 from __future__ import annotations
@@ -99,6 +102,46 @@ def test_core_imports_only_itself_and_the_mux_layer(path: Path) -> None:
         else:
             assert top(module) in sys.stdlib_module_names, (
                 f"core/{path.name} imports {module}: the RSocket core needs no third party")
+
+
+#: the packages that may import the apps: the apps themselves and the faces that serve them
+APP_USERS = ("apps", "faces")
+LIBRARY = [p for p in sorted(PACKAGE.rglob("*.py"))
+           if p.relative_to(PACKAGE).parts[0] not in APP_USERS]
+
+
+def imports_of_apps(path: Path) -> list[str]:
+    """The modules of ``rsocket_tx.apps`` (or the package itself) that ``path`` imports."""
+    return [m for m in imported_modules(path)
+            if m == "rsocket_tx.apps" or m.startswith("rsocket_tx.apps.")]
+
+
+def test_library_modules_are_found() -> None:
+    names = {str(p.relative_to(PACKAGE)) for p in LIBRARY}
+    assert {"server.py", "protocol.py", "__init__.py", "jini/server.py",
+            "transports/endpoints.py"} <= names
+    assert not any(name.startswith(("apps/", "faces/")) for name in names)
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_library_code_imports_no_app(path: Path) -> None:
+    # DESIGN §2: library code never depends on sample apps (serve() included: it has no
+    # default responder; the demo is the default of the faces only)
+    assert imports_of_apps(path) == [], (
+        f"{path.relative_to(ROOT)} imports an app: only rsocket_tx/faces may")
+
+
+def test_an_import_of_an_app_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the check is live: a lazy import inside a function, relative or absolute
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    package = tmp_path / "rsocket_tx"
+    package.mkdir()
+    sample = package / "server.py"
+    sample.write_text("def serve(factory=None):\n    from .apps.demo import DemoResponder\n"
+                      "    import rsocket_tx.apps.streamlog\n")
+    assert imports_of_apps(sample) == ["rsocket_tx.apps.demo",
+                                       "rsocket_tx.apps.demo.DemoResponder",
+                                       "rsocket_tx.apps.streamlog"]
 
 
 def foreign_underscore_names(path: Path) -> list[str]:
@@ -200,7 +243,7 @@ def test_mux_layer_loads_nothing_above_it() -> None:
 def test_probe_catches_a_twisted_import() -> None:
     # the check is live: a Twisted-layer module fails it
     proc = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT),
-                           json.dumps(["rsocket_tx.endpoints"])],
+                           json.dumps(["rsocket_tx.transports.endpoints"])],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode != 0
     assert "must not import twisted" in proc.stderr

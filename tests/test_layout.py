@@ -1,5 +1,5 @@
 """The folders of the package show its layers (DESIGN §2), imports go downward only, and the
-modules that moved into the folders stay importable under their old names.
+top level holds nothing else.
 
 The layout, top to bottom::
 
@@ -20,21 +20,21 @@ the resolution of relative imports is :func:`test_layers.imported_modules`):
 * an app imports no face;
 * the mux layer imports nothing of rsocket_tx outside ``rsocket_tx.mux``;
 * the RSocket core imports nothing of the Twisted layer or above;
-* inside the package, modules import the new names, not the old ones (those are for users).
-
-An old name (``rsocket_tx.tls`` ...) is a tiny alias module that puts the new module in
-``sys.modules`` under the old name: both names are the same module object, so ``import``,
-``from ... import``, ``unittest.mock.patch`` targets, pickles and ``module:Class`` strings
-(``twistd rsocket --responder``) that use the old name keep working.
+* the top of the package holds the layer packages and RSocket's own modules (its Twisted side
+  and its API), nothing else: no alias module for an old import path. The package was never
+  released, so the old paths (``rsocket_tx.cli``, ``rsocket_tx.demo`` ...) are gone, not kept;
+  nothing in the repository names them (``CHANGELOG.rst`` lists them with their new names).
 """
 
 from __future__ import annotations
 
-import pickle
+import ast
+import importlib.util
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from test_layers import imported_modules
@@ -42,39 +42,43 @@ from test_layers import imported_modules
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "rsocket_tx"
 
-#: old name -> new name of every module that moved into a layer folder
-MOVED = {
+#: the packages at the top of rsocket_tx: the layers (DESIGN §2) and each protocol's own
+LAYER_PACKAGES = {"mux", "core", "extensions", "transports", "jini", "rsnet", "reactivesocket",
+                  "apps", "faces"}
+#: the modules at the top of rsocket_tx: RSocket's Twisted side and its public API. A new
+#: module at the top is a decision about its layer: make it here, or put the module in a folder.
+RSOCKET_MODULES = {
+    "__init__", "__main__",
+    # the Twisted layer: the bridge, its seams, and RSocket's protocol side
+    "bridge", "interfaces", "inbound", "pump", "protocol", "streams", "lease",
+    # the API
+    "client", "server", "requester", "responder", "routing", "codecs", "authentication",
+    "interceptors", "reconnect", "loadbalance", "metrics", "otel", "testing",
+}
+
+#: old import path -> where that module is; the old paths were aliases, removed before the
+#: first release
+GONE = {
     "rsocket_tx.tls": "rsocket_tx.transports.tls",
     "rsocket_tx.websocket": "rsocket_tx.transports.websocket",
     "rsocket_tx.endpoints": "rsocket_tx.transports.endpoints",
     "rsocket_tx.endpoint_parsers": "rsocket_tx.transports.endpoint_parsers",
     "rsocket_tx.demo": "rsocket_tx.apps.demo",
     "rsocket_tx.streamlog": "rsocket_tx.apps.streamlog",
+    "rsocket_tx.examples": "rsocket_tx.apps",
     "rsocket_tx.examples.orders": "rsocket_tx.apps.orders",
     "rsocket_tx.tap": "rsocket_tx.faces.tap",
     "rsocket_tx.serving": "rsocket_tx.faces.serving",
     "rsocket_tx.cli": "rsocket_tx.faces.cli",
 }
 
-FACES = ("rsocket_tx.faces", "rsocket_tx.cli", "rsocket_tx.tap", "rsocket_tx.serving",
-         "rsocket_tx.__main__")
-APPS = ("rsocket_tx.apps", "rsocket_tx.demo", "rsocket_tx.streamlog", "rsocket_tx.examples")
+FACES = ("rsocket_tx.faces", "rsocket_tx.__main__")
+APPS = ("rsocket_tx.apps",)
 #: the API layer: the package itself (its __init__ imports the API) and its modules
 API = ("rsocket_tx", "rsocket_tx.client", "rsocket_tx.server", "rsocket_tx.requester",
        "rsocket_tx.responder", "rsocket_tx.routing")
 TWISTED = ("rsocket_tx.transports", "rsocket_tx.bridge", "rsocket_tx.protocol",
-           "rsocket_tx.interfaces", "rsocket_tx.streams", "rsocket_tx.lease",
-           "rsocket_tx.tls", "rsocket_tx.websocket", "rsocket_tx.endpoints",
-           "rsocket_tx.endpoint_parsers", "rsocket_tx.jini")
-
-
-def module_path(name: str) -> Path:
-    """The source file of the rsocket_tx module ``name`` (a package's ``__init__.py``)."""
-    base = ROOT.joinpath(*name.split("."))
-    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-
-
-ALIASES = [module_path(old) for old in MOVED]
+           "rsocket_tx.interfaces", "rsocket_tx.streams", "rsocket_tx.lease", "rsocket_tx.jini")
 
 
 def under(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -129,12 +133,6 @@ def test_core_imports_nothing_of_the_twisted_layer_or_above() -> None:
     assert offending(folder("core"), TWISTED + API + APPS + FACES) == []
 
 
-def test_the_package_imports_the_new_names() -> None:
-    """The old names are for users; inside the package only the alias modules use them."""
-    modules = [p for p in sorted(PACKAGE.rglob("*.py")) if p not in ALIASES]
-    assert offending(modules, tuple(MOVED)) == []
-
-
 def test_the_rules_catch_an_upward_import(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # the check is live: a transport importing an app and (inside a function) faces
@@ -146,95 +144,135 @@ def test_the_rules_catch_an_upward_import(tmp_path: Path,
     transports.mkdir(parents=True)
     sample = transports / "x.py"
     sample.write_text("from ..apps.demo import DemoResponder\n"
-                      "def f():\n    from .. import cli\n    from ..faces import tap\n")
+                      "def f():\n    import rsocket_tx.faces.cli\n    from ..faces import tap\n")
     where = "rsocket_tx/transports/x.py imports"
     assert offending([sample], FACES + APPS) == [
         f"{where} rsocket_tx.apps.demo", f"{where} rsocket_tx.apps.demo.DemoResponder",
-        f"{where} rsocket_tx.cli", f"{where} rsocket_tx.faces", f"{where} rsocket_tx.faces.tap"]
+        f"{where} rsocket_tx.faces.cli", f"{where} rsocket_tx.faces",
+        f"{where} rsocket_tx.faces.tap"]
     assert offending([sample], ("rsocket_tx.core",)) == []
     assert not under("rsocket_tx.core.errors", API) and under("rsocket_tx", API)
 
 
-# -- the old names ----------------------------------------------------------------------------
+# -- the top level: layers and RSocket's modules, no alias of an old path ---------------------
 
-_SAME_MODULE = r"""
-import importlib, sys
-old, new = sys.argv[1:]
-module = importlib.import_module(old)  # the old name first, in a fresh interpreter
-assert module is importlib.import_module(new), (module, new)
-assert sys.modules[old] is sys.modules[new] is module
-assert module.__name__ == new, module.__name__
-parent, _, leaf = old.rpartition(".")
-assert getattr(sys.modules[parent], leaf) is module
-namespace = {}
-exec(f"from {parent} import {leaf} as found", namespace)
-assert namespace["found"] is module
-exec(f"import {old} as found", namespace)
-assert namespace["found"] is module
-print("ok")
-"""
+def top_level() -> tuple[set[str], set[str]]:
+    """The packages (folders holding Python source) and the modules at the top of rsocket_tx.
+    A folder with no source left (``__pycache__`` of a removed module) is no package."""
+    packages = {p.name for p in PACKAGE.iterdir()
+                if p.is_dir() and p.name != "__pycache__" and any(p.rglob("*.py"))}
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    return packages, modules
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_name_is_the_new_module(old: str) -> None:
-    result = subprocess.run([sys.executable, "-c", _SAME_MODULE, old, MOVED[old]],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
+def test_the_top_level_holds_only_the_layers_and_the_rsocket_modules() -> None:
+    packages, modules = top_level()
+    assert packages == LAYER_PACKAGES, (
+        f"unexpected packages {sorted(packages - LAYER_PACKAGES)}, "
+        f"missing {sorted(LAYER_PACKAGES - packages)}")
+    assert modules == RSOCKET_MODULES, (
+        f"unexpected modules {sorted(modules - RSOCKET_MODULES)}, "
+        f"missing {sorted(RSOCKET_MODULES - modules)}")
 
 
-@pytest.mark.parametrize("path", ALIASES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_an_alias_module_defines_nothing(path: Path) -> None:
-    """The alias is the old file: a docstring, the import of the new module, and the
-    ``sys.modules`` entry (nothing else that could drift from the new module)."""
-    import ast
-
-    body = ast.parse(path.read_text(encoding="utf-8")).body
-    kinds = [type(node).__name__ for node in body]
-    if path.name == "cli.py":  # python -m rsocket_tx.cli runs the command line instead
-        assert kinds == ["Expr", "Import", "ImportFrom", "If"], kinds
-        assert ast.unparse(body[3]) == ("if __name__ == '__main__':\n    _module.main()\n"
-                                        "else:\n    sys.modules[__name__] = _module")
-    else:
-        assert kinds == ["Expr", "Import", "ImportFrom", "Assign"], kinds
-        assert ast.unparse(body[3]) == "sys.modules[__name__] = _module"
+def test_the_top_level_holds_no_old_name() -> None:
+    packages, modules = top_level()
+    at_the_top = packages | modules
+    assert [old for old in sorted(GONE) if old.split(".")[1] in at_the_top] == []
 
 
-def test_mock_patch_through_an_old_name_patches_the_module() -> None:
-    import rsocket_tx.transports.endpoints as endpoints
+def importable(name: str) -> bool:
+    """Whether ``import name`` finds code (a folder left with only ``__pycache__`` after its
+    modules were removed imports as an empty namespace package: that is no code)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+    return spec is not None and spec.origin is not None
 
-    with mock.patch("rsocket_tx.endpoints.client_endpoint") as fake:
-        assert endpoints.client_endpoint is fake
-    assert endpoints.client_endpoint is not fake
+
+@pytest.mark.parametrize("old", sorted(GONE))
+def test_an_old_import_path_is_gone(old: str) -> None:
+    assert not importable(old), f"{old} is importable"
+    assert importable(GONE[old]), GONE[old]
 
 
-@pytest.mark.parametrize("old, name", [
-    ("rsocket_tx.tls", "TLSError"),
-    ("rsocket_tx.websocket", "WebSocketServerEndpoint"),
-    ("rsocket_tx.endpoint_parsers", "WebSocketClientParser"),
-    ("rsocket_tx.demo", "DemoResponder"),
-    ("rsocket_tx.streamlog", "StreamLog"),
-    ("rsocket_tx.examples.orders", "OrderService"),
-    ("rsocket_tx.tap", "ServerSettings"),
-    ("rsocket_tx.serving", "SettingsError"),
+def aliases_in(path: Path) -> list[str]:
+    """Statements of ``path`` that put a module in ``sys.modules`` under another name (how an
+    alias module keeps an old import path alive)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(target, ast.Subscript) and ast.unparse(target.value) == "sys.modules"
+                    for target in node.targets)]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_is_an_alias(path: Path) -> None:
+    assert aliases_in(path) == []
+
+
+def test_an_alias_module_is_found(tmp_path: Path) -> None:
+    # the check is live: the shape every removed alias had
+    sample = tmp_path / "demo.py"
+    sample.write_text("import sys\n\nfrom .apps import demo as _module\n\n"
+                      "sys.modules[__name__] = _module\n")
+    assert aliases_in(sample) == ["line 5: sys.modules[__name__] = _module"]
+
+
+#: ``rsocket_tx.demo``, ``"rsocket_tx.cli:main"``, ``from rsocket_tx import tap`` ... (not
+#: ``rsocket_tx.apps.demo``); and the relative ``from ..demo import`` of a package module
+_OLD_NAME = re.compile(
+    r"(?<![\w.])rsocket_tx\.(?:cli|tap|serving|tls|websocket|endpoints|endpoint_parsers|demo"
+    r"|streamlog|examples)\b"
+    r"|\bfrom rsocket_tx import [\w, ]*\b(?:cli|tap|serving|tls|websocket|endpoints"
+    r"|endpoint_parsers|demo|streamlog|examples)\b")
+#: what the repository holds that may name a module (the changelog lists the old names)
+_SOURCES = ("rsocket_tx", "pyspark_rsocket", "tests", "docs", "examples", "benchmarks", "fuzz",
+            "scripts", "twisted")
+_SUFFIXES = {".py", ".rst", ".md", ".cfg", ".toml", ".sh", ".tac", ".js", ".java", ".txt"}
+_SKIP = {"__pycache__", "node_modules", "target", "build", "_build", "dist"}
+
+
+def files_naming_old_paths() -> list[str]:
+    found = []
+    tops = [ROOT / name for name in _SOURCES] + [
+        ROOT / name for name in ("README.rst", "Makefile", "setup.cfg", "pyproject.toml")]
+    for top in tops:
+        walk = os.walk(top) if top.is_dir() else [(str(top.parent), [], [top.name])]
+        for folder_name, dirs, files in walk:
+            dirs[:] = [d for d in dirs if d not in _SKIP and not d.startswith(".")]
+            for name in files:
+                path = Path(folder_name, name)
+                if path == Path(__file__) or not (path.suffix in _SUFFIXES or name == "Makefile"):
+                    continue
+                for number, line in enumerate(
+                        path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                    if _OLD_NAME.search(line):
+                        found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    return found
+
+
+def test_nothing_names_an_old_import_path() -> None:
+    """Imports, ``module:Class`` strings, ``mock.patch`` targets, docs and command examples
+    name the new modules (``CHANGELOG.rst`` says where each old one went)."""
+    assert files_naming_old_paths() == []
+
+
+@pytest.mark.parametrize("text, named", [
+    ("from rsocket_tx.demo import DemoResponder", True),
+    ("--responder rsocket_tx.examples.orders:OrderService", True),
+    ('mock.patch("rsocket_tx.endpoints.client_endpoint")', True),
+    ("from rsocket_tx import Payload, cli", True),
+    (":mod:`~rsocket_tx.tls`", True),
+    ("from rsocket_tx.apps.demo import DemoResponder", False),
+    ("rsocket_tx.transports.tls_error", False),
+    ("rsocket_tx.tapping", False),
+    ("from rsocket_tx import Payload, serve", False),
 ])
-def test_pickles_naming_either_module_load(old: str, name: str) -> None:
-    import importlib
-
-    cls = getattr(importlib.import_module(MOVED[old]), name)
-    # a pickle written before the move names the old module (protocol 0: "c<module>\n<name>\n")
-    assert pickle.loads(f"c{old}\n{name}\n.".encode()) is cls
-    assert MOVED[old].encode() in pickle.dumps(cls)  # new pickles name the new module
-    assert pickle.loads(pickle.dumps(cls)) is cls
-
-
-def test_responder_strings_with_an_old_name_load() -> None:
-    from twisted.python.reflect import namedAny
-
-    from rsocket_tx.apps.demo import DemoResponder
-    from rsocket_tx.apps.orders import OrderService
-
-    assert namedAny("rsocket_tx.demo.DemoResponder") is DemoResponder
-    assert namedAny("rsocket_tx.examples.orders.OrderService") is OrderService
+def test_an_old_import_path_is_recognised(text: str, named: bool) -> None:
+    assert bool(_OLD_NAME.search(text)) is named
 
 
 def test_the_twistd_plugin_names_the_new_module() -> None:
@@ -259,13 +297,13 @@ def test_the_console_script_names_the_new_module() -> None:
     setup.read(ROOT / "setup.cfg")
     scripts = setup.get("options.entry_points", "console_scripts").strip()
     assert scripts == "rsocket-tx = rsocket_tx.faces.cli:main"
-    assert namedAny("rsocket_tx.faces.cli.main") is namedAny("rsocket_tx.cli.main") is main
+    assert namedAny("rsocket_tx.faces.cli.main") is main
 
 
-@pytest.mark.parametrize("module", ["rsocket_tx", "rsocket_tx.cli", "rsocket_tx.faces.cli"])
+@pytest.mark.parametrize("module", ["rsocket_tx", "rsocket_tx.faces.cli"])
 def test_python_dash_m_runs_the_command_line(module: str) -> None:
-    """``python -m`` with the package, the old and the new module name: the same command line
-    (a subcommand that loads the Jini face, which imports the CLI module, works too)."""
+    """``python -m`` with the package and with the module: the same command line (a
+    subcommand that loads the Jini face, which imports the CLI module, works too)."""
     for argv, usage in ((["--help"], "usage: rsocket-tx [-h] [--version] COMMAND"),
                         (["jini", "--help"], "usage: rsocket-tx jini [-h] JINI_COMMAND")):
         result = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,

@@ -642,7 +642,7 @@ async def test_connect_with_lease_fails_when_the_setup_is_rejected():
 
 
 def test_twistd_lease_options_make_a_fixed_rate_policy():
-    from rsocket_tx.tap import Options, makeService
+    from rsocket_tx.faces.tap import Options, makeService
 
     options = Options()
     options.parseOptions(["--lease-ttl", "2000", "--lease-requests", "7", "--lease-interval",
@@ -658,7 +658,7 @@ def test_twistd_lease_options_make_a_fixed_rate_policy():
 
 
 def test_cli_serve_takes_the_lease_options():
-    from rsocket_tx.cli import parse_args
+    from rsocket_tx.faces.cli import parse_args
 
     settings = parse_args(["serve", "--lease-ttl", "1000", "--lease-requests", "0"]).settings
     assert settings.make_lease_policy().lease == Lease(1_000, 0)
@@ -690,7 +690,7 @@ def test_cli_serve_takes_the_lease_options():
     ({"lease_policy": "nocolon"}, "expected package.module:Name"),
 ])
 def test_lease_options_past_their_limits(options, message):
-    from rsocket_tx.tap import SettingsError, parse_server_settings
+    from rsocket_tx.faces.tap import SettingsError, parse_server_settings
 
     with pytest.raises(SettingsError) as info:
         parse_server_settings(**options)
@@ -702,7 +702,7 @@ async def test_a_server_built_from_lease_options_grants_and_enforces():
     from twisted.internet import reactor
 
     from rsocket_tx import connect
-    from rsocket_tx.tap import build_service, parse_server_settings
+    from rsocket_tx.faces.tap import build_service, parse_server_settings
 
     service = build_service(parse_server_settings(
         listen=["tcp:0:interface=127.0.0.1"], lease_ttl="60000", lease_requests="2"), reactor)

@@ -28,11 +28,11 @@ from rsocket_tx import (
     RSocketClientFactory,
     RSocketServerFactory,
 )
-from rsocket_tx.cli import parse_args
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.errors import ExcessiveBufferingError
 from rsocket_tx.core.frames import PayloadFrame, RequestResponseFrame
-from rsocket_tx.tap import Options
+from rsocket_tx.faces.cli import parse_args
+from rsocket_tx.faces.tap import Options
 
 aio = pytest_twisted.ensureDeferred
 
@@ -389,7 +389,7 @@ def test_server_options_are_checked(argv, message):
 
 
 def test_the_service_factory_gets_the_settings():
-    from rsocket_tx.tap import build_service, parse_server_settings
+    from rsocket_tx.faces.tap import build_service, parse_server_settings
 
     settings = parse_server_settings(listen=["tcp:0:interface=127.0.0.1"],
                                      max_concurrent_streams=3, max_send_buffer_size=4096,

@@ -1,4 +1,4 @@
-"""The routed, authenticated example service (rsocket_tx.examples.orders) driven by the CLI's
+"""The routed, authenticated example service (rsocket_tx.apps.orders) driven by the CLI's
 --route / --auth-* / --data-mime options: in-process, and through ``twistd rsocket --responder``
 with ``python -m rsocket_tx`` as a separate process, as a user would run them."""
 
@@ -16,9 +16,9 @@ from test_tap import TWISTD, _Process
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import ProcessProtocol
 
-from rsocket_tx.cli import EXIT_OK, EXIT_RSOCKET_ERROR, EXIT_USAGE, parse_args
-from rsocket_tx.examples.orders import OrderBook, OrderService
+from rsocket_tx.apps.orders import OrderBook, OrderService
 from rsocket_tx.extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth
+from rsocket_tx.faces.cli import EXIT_OK, EXIT_RSOCKET_ERROR, EXIT_USAGE, parse_args
 
 aio = pytest_twisted.ensureDeferred
 JSON = "application/json"
@@ -164,7 +164,7 @@ async def test_twistd_serves_the_routed_service_to_the_cli_process():
     process = _Process(re.compile(rb"listening on 127\.0\.0\.1:(\d+)"))
     argv = [sys.executable, "-c", TWISTD, "-n", "--pidfile=", "rsocket", "--listen",
             "tcp:0:interface=127.0.0.1", "--responder",
-            "rsocket_tx.examples.orders:OrderService"]
+            "rsocket_tx.apps.orders:OrderService"]
     reactor.spawnProcess(process, sys.executable, argv, env=dict(os.environ), path=str(REPO))
     try:
         match = await process.matched.addTimeout(60, reactor)
@@ -199,7 +199,7 @@ async def test_cli_resume_option(orders):
 
 async def _serve_resumable():
     from rsocket_tx import serve
-    from rsocket_tx.demo import DemoResponder
+    from rsocket_tx.apps.demo import DemoResponder
 
     port = await serve("tcp:0:interface=127.0.0.1", DemoResponder, resume=True,
                        reactor=_reactor())

@@ -23,8 +23,8 @@ from zope.interface import implementer
 from rsocket_tx import Payload, connect
 from rsocket_tx.core import errors as E
 from rsocket_tx.core import frames as F
+from rsocket_tx.faces.tap import SettingsError, parse_server_settings
 from rsocket_tx.protocol import RSocketServerFactory
-from rsocket_tx.tap import SettingsError, parse_server_settings
 
 KEEPALIVE = 1000  # ms
 LIFETIME = 5000  # ms

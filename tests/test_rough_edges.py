@@ -341,7 +341,7 @@ async def silent_port():
 async def test_no_library_log_lines_without_debug(silent_port):
     """A real process: a WebSocket client whose handshake times out logs nothing but its one
     line of error."""
-    process = spawn(["-c", "from rsocket_tx.cli import main; main()", "request",
+    process = spawn(["-c", "from rsocket_tx.faces.cli import main; main()", "request",
                      f"ws://127.0.0.1:{silent_port}/rsocket", "--connect-timeout", "0.5"],
                     pattern=re.compile(rb"$^"))
     reason = await process.ended.addTimeout(SAFETY, _reactor())
@@ -358,7 +358,7 @@ async def test_no_library_log_lines_without_debug(silent_port):
 async def plain_port():
     """A plain TCP RSocket server (the demo responder)."""
     from rsocket_tx import serve
-    from rsocket_tx.demo import DemoResponder
+    from rsocket_tx.apps.demo import DemoResponder
 
     port = await serve("tcp:0:interface=127.0.0.1", DemoResponder, reactor=_reactor())
     yield port.getHost().port

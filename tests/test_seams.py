@@ -106,9 +106,9 @@ def test_the_rule(tmp_path: Path, source: str, expected: list[str]) -> None:
 
 
 def test_library_factory_does_not_depend_on_the_demo() -> None:
-    """The demo responder is the faces' default (serve(), twistd, the CLI), not the
-    library's: a server factory without a responder factory serves the base Responder and
-    does not import the demo."""
+    """The demo responder is the faces' default (twistd, the CLI), not the library's: a
+    server factory without a responder factory serves the base Responder and does not import
+    the demo."""
     import subprocess
     import sys
 
@@ -117,7 +117,7 @@ def test_library_factory_does_not_depend_on_the_demo() -> None:
             "from rsocket_tx.responder import Responder\n"
             "factory = RSocketServerFactory(None)\n"
             "assert factory.responder_factory is Responder, factory.responder_factory\n"
-            "assert 'rsocket_tx.demo' not in sys.modules\n")
+            "assert 'rsocket_tx.apps.demo' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr

@@ -22,13 +22,14 @@ from test_server_logging import (
 )
 from twisted_support import wait
 
-from rsocket_tx import Payload, Responder, cli
+from rsocket_tx import Payload, Responder
 from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core import frames
 from rsocket_tx.extensions.auth import BearerAuth, SimpleAuth, encode_auth
 from rsocket_tx.extensions.composite import encode_composite
 from rsocket_tx.extensions.mimetypes import AUTHENTICATION, COMPOSITE_METADATA, ROUTING
 from rsocket_tx.extensions.routing import encode_routing
+from rsocket_tx.faces import cli
 from rsocket_tx.faces.tap import describe_frame, make_frame_logger
 from rsocket_tx.reactivesocket import frames as draft_frames
 

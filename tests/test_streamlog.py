@@ -1,4 +1,4 @@
-"""rsocket_tx.streamlog.StreamLog: the durable log itself (no network)."""
+"""rsocket_tx.apps.streamlog.StreamLog: the durable log itself (no network)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from rsocket_tx.streamlog import (
+from rsocket_tx.apps.streamlog import (
     MAX_SHARDS,
     OFFSET_METADATA_PREFIX,
     OFFSET_MIME,

@@ -16,7 +16,7 @@ from streamlog_support import (  # log_fixture: the log fixture
 from twisted_support import wait
 
 from rsocket_tx import InvalidError, Payload
-from rsocket_tx.streamlog import (
+from rsocket_tx.apps.streamlog import (
     BATCH_HEADER_SIZE,
     ROUTE_APPEND,
     ROUTE_APPEND_BATCH,

@@ -20,8 +20,7 @@ from twisted.internet.defer import Deferred
 from twisted_support import Harness, wait
 
 from rsocket_tx import InvalidError, Payload
-from rsocket_tx.extensions import COMPOSITE_METADATA, decode_composite
-from rsocket_tx.streamlog import (
+from rsocket_tx.apps.streamlog import (
     OFFSET_METADATA_PREFIX,
     OFFSET_MIME,
     ROUTE_ABORT,
@@ -36,6 +35,7 @@ from rsocket_tx.streamlog import (
     StreamLogResponder,
     offset_of,
 )
+from rsocket_tx.extensions import COMPOSITE_METADATA, decode_composite
 
 aio = pytest_twisted.ensureDeferred
 JSON = "application/json"

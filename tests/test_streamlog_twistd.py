@@ -12,9 +12,7 @@ from test_tap import REPO, TWISTD, _Process
 from twisted.internet.defer import ensureDeferred
 
 from rsocket_tx import InvalidError, Payload, connect
-from rsocket_tx.cli import parse_args
-from rsocket_tx.extensions import COMPOSITE_METADATA
-from rsocket_tx.streamlog import (
+from rsocket_tx.apps.streamlog import (
     ROUTE_APPEND,
     ROUTE_OFFSETS,
     ROUTE_READ,
@@ -22,9 +20,11 @@ from rsocket_tx.streamlog import (
     StreamLogResponder,
     offset_of,
 )
+from rsocket_tx.extensions import COMPOSITE_METADATA
+from rsocket_tx.faces.cli import parse_args
 
 aio = pytest_twisted.ensureDeferred
-RESPONDER = "rsocket_tx.streamlog:StreamLogResponder"
+RESPONDER = "rsocket_tx.apps.streamlog:StreamLogResponder"
 
 
 async def _twistd(*args: str) -> tuple[_Process, int]:

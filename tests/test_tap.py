@@ -1,4 +1,5 @@
-"""rsocket_tx.tap (the twistd plugin): options, validation, the service, the plugin, twistd."""
+"""rsocket_tx.faces.tap (the twistd plugin): options, validation, the service, the plugin,
+twistd."""
 
 from __future__ import annotations
 
@@ -21,13 +22,12 @@ from twisted.plugin import getPlugins
 from twisted_support import SERVER_OPTIONS_ARGV, options_usage_error, parse_options
 
 from rsocket_tx import protocol
+from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core import frames
 from rsocket_tx.core.config import ConnectionConfig
 from rsocket_tx.core.errors import RejectedSetupError, UnsupportedSetupError
 from rsocket_tx.core.payload import Payload
-from rsocket_tx.demo import DemoResponder
-from rsocket_tx.responder import Responder, SetupInfo
-from rsocket_tx.tap import (
+from rsocket_tx.faces.tap import (
     Options,
     ServerSettings,
     SettingsError,
@@ -38,6 +38,7 @@ from rsocket_tx.tap import (
     makeService,
     parse_server_settings,
 )
+from rsocket_tx.responder import Responder, SetupInfo
 
 REPO = Path(__file__).resolve().parent.parent
 #: ``twistd`` itself, run with ``python -c`` (so the working directory is on sys.path).
@@ -90,7 +91,7 @@ ALL_OPTIONS_ARGV = (
 )
 ALL_OPTIONS_FIELDS = {
     "listen": ("tcp:7878", "tcp://[::1]:7879", "tcp:port=7880:interface=127.0.0.1"),
-    "responder": "rsocket_tx.demo:DemoResponder",
+    "responder": "rsocket_tx.apps.demo:DemoResponder",
     "responder_factory": DemoResponder,
     "fragment_size": 1024,
     "max_frame_size": 65536,
@@ -145,7 +146,7 @@ def test_fragment_minimum_is_accepted():
         (("--listen", "bogus:1"), "Unknown endpoint type: 'bogus'"),
         (("--listen", "tcp:1", "--listen", "tcp:1"), "the same endpoint is given twice"),
         (("--responder", "no_such_module_xyz:Thing"), "cannot import module 'no_such_module_xyz'"),
-        (("--responder", "rsocket_tx.demo:Nope"), "has no attribute 'Nope'"),
+        (("--responder", "rsocket_tx.apps.demo:Nope"), "has no attribute 'Nope'"),
         (("--responder", "rsocket_tx.core.payload:Payload"), "is not a subclass of"),
         (("--responder", "os:sep"), "is not a subclass of rsocket_tx.Responder"),
         (("--responder", "DemoResponder"), "expected package.module:Class"),
@@ -158,14 +159,14 @@ def test_invalid(argv, message):
 
 
 def test_responder_not_a_class():
-    assert "is not a subclass" in usage_error("--responder", "rsocket_tx.demo:parse_count")
+    assert "is not a subclass" in usage_error("--responder", "rsocket_tx.apps.demo:parse_count")
 
 
 def test_responder_forms(monkeypatch):
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     assert load_responder("test_tap:EchoResponder").__name__ == "EchoResponder"
-    assert load_responder("rsocket_tx.demo.DemoResponder") is DemoResponder
-    assert load_responder(" rsocket_tx.demo:DemoResponder ") is DemoResponder
+    assert load_responder("rsocket_tx.apps.demo.DemoResponder") is DemoResponder
+    assert load_responder(" rsocket_tx.apps.demo:DemoResponder ") is DemoResponder
 
 
 def test_responder_nested_attribute(tmp_path, monkeypatch):

@@ -14,9 +14,9 @@ from twisted.internet import reactor
 from twisted_support import EchoResponder, wait
 
 from rsocket_tx import Payload, connect, serve
-from rsocket_tx.cli import EXIT_CONNECTION, EXIT_OK, run
 from rsocket_tx.core.errors import ConnectionLostError
-from rsocket_tx.tls import (
+from rsocket_tx.faces.cli import EXIT_CONNECTION, EXIT_OK, run
+from rsocket_tx.transports.tls import (
     TLSError,
     TLSVerificationError,
     load_certificates,
@@ -284,7 +284,7 @@ def test_load_private_certificate_errors(certs):
     ("tls://:1", "missing host"),
 ])
 def test_client_uri_errors(spec, message):
-    from rsocket_tx.endpoints import client_endpoint
+    from rsocket_tx.transports.endpoints import client_endpoint
 
     with pytest.raises(ValueError, match=message):
         client_endpoint(reactor, spec)

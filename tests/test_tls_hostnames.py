@@ -21,7 +21,6 @@ from twisted.internet import defer, reactor
 from twisted_support import EchoResponder, LoopbackServer, run_command, wait
 
 from rsocket_tx import Payload, connect
-from rsocket_tx.endpoints import client_endpoint
 from rsocket_tx.faces.cli import EXIT_CONNECTION, EXIT_OK
 from rsocket_tx.jini import EchoDispatcher, JiniMuxClient, JiniMuxServerFactory
 from rsocket_tx.jini.tap import client_endpoint as jini_client_endpoint
@@ -33,6 +32,7 @@ from rsocket_tx.reconnect import ReconnectState, connect_reconnecting
 from rsocket_tx.rsnet.client import connect as rsnet_connect
 from rsocket_tx.rsnet.server import RSNetServerFactory
 from rsocket_tx.transports.endpoint_parsers import split_description
+from rsocket_tx.transports.endpoints import client_endpoint
 from rsocket_tx.transports.oneport import OnePortFactory
 from rsocket_tx.transports.tls import (
     HostnameVerifyingOptions,

@@ -1,4 +1,4 @@
-"""RSocket over WebSocket (rsocket_tx.websocket) on real loopback sockets: the five
+"""RSocket over WebSocket (rsocket_tx.transports.websocket) on real loopback sockets: the five
 interaction models with our client and server (over ws and wss), fragmentation, protocol
 errors (text message, oversized message), the static page on the same port, handshake
 failures, and backpressure from the underlying socket."""
@@ -32,7 +32,7 @@ from rsocket_tx.core.errors import ConnectionError as RSocketConnectionError
 from rsocket_tx.core.errors import ErrorCode
 from rsocket_tx.core.frames import ErrorFrame, FrameType, decode, encode
 from rsocket_tx.protocol import RSocketProtocol
-from rsocket_tx.websocket import (
+from rsocket_tx.transports.websocket import (
     IFrameTransport,
     WebSocketClientEndpoint,
     WebSocketHandshakeError,
@@ -637,7 +637,7 @@ async def test_resumable_session_resumes_over_a_new_websocket(ws):
 async def test_wss_with_an_untrusted_server_certificate_fails_with_a_tls_error(tls_contexts):
     from tlscerts import make_ca
 
-    from rsocket_tx.tls import TLSError
+    from rsocket_tx.transports.tls import TLSError
 
     h = WS(tls_contexts)
     try:

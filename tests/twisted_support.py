@@ -28,7 +28,7 @@ WAIT = 10
 #: tests of the twistd plugin's options and of ``rsocket-tx serve``, which must agree).
 SERVER_OPTIONS_ARGV = (
     "--responder",
-    "rsocket_tx.demo:DemoResponder",
+    "rsocket_tx.apps.demo:DemoResponder",
     "--fragment-size",
     "1024",
     "--max-frame-size",

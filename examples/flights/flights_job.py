@@ -1,7 +1,7 @@
 """Departure-delay statistics of the NYC flights 2013 data, read from and written to RSocket.
 
 A PySpark job over the ``rsocket`` data source (:mod:`pyspark_rsocket`). It reads the
-``flights`` topic of a :class:`rsocket_tx.streamlog.StreamLogResponder` (one JSON record per
+``flights`` topic of a :class:`rsocket_tx.apps.streamlog.StreamLogResponder` (one JSON record per
 flight, loaded by ``load_flights.py``), computes per-carrier and per-origin departure-delay
 statistics, writes them back through the ``rsocket`` sink into the topics
 ``delay_stats_by_carrier`` and ``delay_stats_by_origin`` and prints them.

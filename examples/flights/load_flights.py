@@ -8,7 +8,8 @@ order too.
 Two ways to publish, same records:
 
 ``--db PATH`` (what ``run.sh`` uses)
-    In process, straight into the SQLite file with :meth:`rsocket_tx.streamlog.StreamLog.append`
+    In process, straight into the SQLite file with
+    :meth:`rsocket_tx.apps.streamlog.StreamLog.append`
     (one transaction per ``--chunk`` records): about a second for the 336,776 flights. A
     ``twistd rsocket`` server with ``StreamLogResponder`` may serve the same file meanwhile
     (SQLite serialises the writers; readers see each transaction once it commits).
@@ -72,7 +73,7 @@ def load_into_log(path: str, topic: str, parts: list[list[bytes]], chunk: int) -
 
     :returns: False if the topic already held them (nothing appended).
     """
-    from rsocket_tx.streamlog import StreamLog
+    from rsocket_tx.apps.streamlog import StreamLog
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     log = StreamLog(path)
@@ -91,8 +92,8 @@ def load_into_log(path: str, topic: str, parts: list[list[bytes]], chunk: int) -
 async def _load_over_rsocket(reactor, endpoint: str, topic: str,
                              parts: list[list[bytes]]) -> bool:
     from rsocket_tx import Payload, connect
+    from rsocket_tx.apps.streamlog import ROUTE_APPEND, ROUTE_CREATE, ROUTE_OFFSETS
     from rsocket_tx.extensions import COMPOSITE_METADATA
-    from rsocket_tx.streamlog import ROUTE_APPEND, ROUTE_CREATE, ROUTE_OFFSETS
 
     rsocket = await connect(endpoint, reactor=reactor, data_mime_type="application/json",
                             metadata_mime_type=COMPOSITE_METADATA)

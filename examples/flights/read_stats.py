@@ -24,7 +24,7 @@ STATS_TOPICS = {"carrier": "delay_stats_by_carrier", "origin": "delay_stats_by_o
 
 async def read_topic(rsocket, topic: str) -> list[dict]:
     """Every record of ``topic`` (JSON), shard by shard, in offset order."""
-    from rsocket_tx.streamlog import ROUTE_OFFSETS, ROUTE_READ, offset_of
+    from rsocket_tx.apps.streamlog import ROUTE_OFFSETS, ROUTE_READ, offset_of
 
     reply = await rsocket.request_response({"topic": topic}, route=ROUTE_OFFSETS)
     ends = json.loads(reply.data)["shards"]

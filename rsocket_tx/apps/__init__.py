@@ -8,7 +8,6 @@ or ``rsocket-tx serve --responder`` (DESIGN §2: library code never depends on t
   documentation.
 
 Apps sit on the API layer (:class:`~rsocket_tx.Responder`, :func:`~rsocket_tx.route`) and
-import nothing of the faces (``tests/test_layout.py``). The old names (``rsocket_tx.demo``,
-``rsocket_tx.streamlog``, ``rsocket_tx.examples.orders``) stay importable: they are the same
-module objects. This package imports none of its modules.
+import nothing of the faces; nothing outside the apps and the faces imports them
+(``tests/test_layout.py``, ``tests/test_layers.py``). This package imports none of its modules.
 """

@@ -8,7 +8,6 @@ settings object (:class:`~rsocket_tx.core.config.ConnectionConfig`) and passes i
   checks, ``--listen``, the multi-endpoint service), used by ``twistd jini-mux`` too.
 
 The faces sit on top: nothing below them imports them (``tests/test_layout.py``). The demo
-responder they serve by default is an app (:mod:`rsocket_tx.apps.demo`). The old names
-(``rsocket_tx.cli``, ``rsocket_tx.tap``, ``rsocket_tx.serving``) stay importable: they are the
-same module objects. This package imports none of its modules.
+responder they serve by default is an app (:mod:`rsocket_tx.apps.demo`). This package imports
+none of its modules.
 """

@@ -2,7 +2,8 @@
 
 Examples::
 
-    rsocket-tx rs2015 serve rs2015+tcp://127.0.0.1:7070 --responder rsocket_tx.demo:DemoResponder
+    rsocket-tx rs2015 serve rs2015+tcp://127.0.0.1:7070 \
+        --responder rsocket_tx.apps.demo:DemoResponder
     rsocket-tx rs2015 request rs2015+tcp://localhost:7070 -d hello
     rsocket-tx rs2015 fnf rs2015+tcp://localhost:7070 -d note --metadata m
     rsocket-tx rs2015 stream rs2015+tcp://localhost:7070 -d 5 --request-n 2 -o json
@@ -116,8 +117,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     serve.add_argument("endpoint", metavar="ENDPOINT", help="where to listen (rs2015+tcp://"
                        "127.0.0.1:7070, rs2015+ws://127.0.0.1:8080/rs, tcp:7070, ...)")
     serve.add_argument("--responder", metavar="MODULE:CLASS",
-                       default="rsocket_tx.demo:DemoResponder",
-                       help="the Responder subclass (default rsocket_tx.demo:DemoResponder)")
+                       default="rsocket_tx.apps.demo:DemoResponder",
+                       help="the Responder subclass (default rsocket_tx.apps.demo:DemoResponder)")
     serve.set_defaults(rs2015_usage=serve.format_usage())
     return top
 

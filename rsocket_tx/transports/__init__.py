@@ -11,6 +11,5 @@ get to the peer, and how a user names an address.
 The modules import nothing of the faces (:mod:`rsocket_tx.faces`) or the apps
 (:mod:`rsocket_tx.apps`) (``tests/test_layout.py``). The protocol bridge every multiplexed
 protocol subclasses, :mod:`rsocket_tx.bridge`, is the protocol side of the same Twisted layer.
-The old names (``rsocket_tx.tls`` ...) stay importable: they are the same module objects.
 This package imports none of its modules, so importing one does not load the others.
 """

@@ -12,7 +12,7 @@ Run by ``twistd rsocket --responder browser_responder:RecordingDemoResponder`` w
 
 from __future__ import annotations
 
-from rsocket_tx.demo import DemoResponder
+from rsocket_tx.apps.demo import DemoResponder
 
 __all__ = ["RecordingDemoResponder", "SAW_PREFIX"]
 
@@ -21,7 +21,7 @@ SAW_PREFIX = "browser-test saw"
 
 
 class RecordingDemoResponder(DemoResponder):
-    """:class:`rsocket_tx.demo.DemoResponder` that logs every request-response and
+    """:class:`rsocket_tx.apps.demo.DemoResponder` that logs every request-response and
     request-stream it receives before answering it."""
 
     def request_response(self, payload):

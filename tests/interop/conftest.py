@@ -341,7 +341,7 @@ def our_fragmenting_server():
 
 @pytest.fixture(scope="module")
 def demo_server():
-    """The plugin's default responder (rsocket_tx.demo.DemoResponder)."""
+    """The plugin's default responder (rsocket_tx.apps.demo.DemoResponder)."""
     server = OurServer(transports=("tcp", "ws"), name="twistd rsocket (demo responder)")
     yield server
     server.stop_and_check()

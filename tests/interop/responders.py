@@ -3,7 +3,7 @@
 Started as ``twistd -n --pidfile= rsocket --responder tests.interop.responders:InteropResponder``
 (the repository root must be on ``sys.path``: the tests put it in ``PYTHONPATH``).
 
-:class:`InteropResponder` behaves like :class:`rsocket_tx.demo.DemoResponder` plus the peers'
+:class:`InteropResponder` behaves like :class:`rsocket_tx.apps.demo.DemoResponder` plus the peers'
 ``error:`` convention (``tests/interop/peers/README.md``):
 
 * request-response echoes data and metadata; data starting with ``error:`` answers
@@ -37,8 +37,8 @@ import json
 from twisted.logger import Logger
 
 from rsocket_tx import ApplicationError, Payload, Responder, RSocketError
+from rsocket_tx.apps.demo import parse_count
 from rsocket_tx.core.errors import RejectedSetupError
-from rsocket_tx.demo import parse_count
 
 __all__ = ["InteropResponder", "EVENT_MARKER", "describe"]
 

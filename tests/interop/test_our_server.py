@@ -8,7 +8,7 @@ plugin (fixtures in ``conftest.py``):
   responder plus the ``error:`` convention, reporting what it sees; the frame log shows what
   crossed the wire;
 * ``our_fragmenting_server``: the same with ``--fragment-size 64``;
-* ``demo_server``: the plugin's default, :class:`rsocket_tx.demo.DemoResponder`.
+* ``demo_server``: the plugin's default, :class:`rsocket_tx.apps.demo.DemoResponder`.
 
 Nothing here needs the reactor: the peer runs in its own process and so does our server, so the
 tests simply wait for the client program.  Where a peer library cannot do something the test

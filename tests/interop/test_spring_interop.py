@@ -12,7 +12,7 @@ a ``Mono<Void>`` fire-and-forget, a route that throws; simple and bearer (JWT) c
 request and in the SETUP, accepted and refused with what Spring really sends.
 
 SPRING CALLS US: Spring's ``RSocketRequester`` (the client daemon) calls our routed responders
-served by ``twistd rsocket``: ``rsocket_tx.examples.orders:OrderService`` (the same answers with
+served by ``twistd rsocket``: ``rsocket_tx.apps.orders:OrderService`` (the same answers with
 JSON and CBOR data, and as our own CLI gets them) and
 ``tests.interop.routed_responders:RoutedInterop`` (whose ``echo`` route reports what our
 library decoded from Spring's metadata: per-stream data MIME, accept MIME, credentials).
@@ -60,7 +60,7 @@ ALICE = SimpleAuth("alice", "secret")
 WAIT = 30
 #: seconds a CLI run may take
 CLI_TIMEOUT = 60
-ORDERS = "rsocket_tx.examples.orders:OrderService"
+ORDERS = "rsocket_tx.apps.orders:OrderService"
 ROUTED = "tests.interop.routed_responders:RoutedInterop"
 
 
@@ -520,7 +520,7 @@ def test_cli_errors(args, expected, spring_server, rsocket_tx_cli):
 
 @pytest.fixture(scope="module")
 def orders_server(our_server_class):
-    """``rsocket_tx.examples.orders:OrderService`` on TCP and WebSocket, frame log on."""
+    """``rsocket_tx.apps.orders:OrderService`` on TCP and WebSocket, frame log on."""
     server = our_server_class("--responder", ORDERS, "--debug", transports=("tcp", "ws"),
                               name="twistd rsocket (OrderService)")
     yield server

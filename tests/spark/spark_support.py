@@ -5,14 +5,14 @@ The server is a subprocess (not a reactor thread in pytest's process, where pyte
 run the reactor in the main thread): ``python tests/spark/spark_support.py serve --db A --db B
 --gap-db C`` listens on free loopback ports and prints one line ``PORTS <a> <b> <gap>``:
 
-* one port per ``--db``: :class:`rsocket_tx.streamlog.StreamLogResponder` on that file;
+* one port per ``--db``: :class:`rsocket_tx.apps.streamlog.StreamLogResponder` on that file;
 * the ``--gap-db`` port: :class:`GapResponder`, the offsets protocol over that file with
   injected faults, by topic name prefix: ``gaponce*`` skips one record of the first
   ``log.read`` of each shard (a retried task then succeeds), ``gapalways*`` skips one of every
   read. Each injected gap appends a line to ``<gap-db>.gaps``.
 
 Tests publish by appending to the SQLite files directly with
-:class:`rsocket_tx.streamlog.StreamLog` (several processes may share a file).
+:class:`rsocket_tx.apps.streamlog.StreamLog` (several processes may share a file).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def publish(db: str, topic: str, records, shard: int = 0, shards: int | None = N
     (creating the topic with ``shards`` shards, default ``shard + 1``).
 
     :returns: (first offset, end offset)."""
-    from rsocket_tx.streamlog import StreamLog
+    from rsocket_tx.apps.streamlog import StreamLog
     log = StreamLog(db)
     try:
         want = max(shards or 0, shard + 1)
@@ -137,7 +137,7 @@ def flight(i: int, shard: int = 0) -> dict:
 
 def _gap_responder_class():
     from rsocket_tx import InvalidError, Payload, Responder, route
-    from rsocket_tx.streamlog import OFFSET_METADATA_PREFIX, StreamLog, encode_batch
+    from rsocket_tx.apps.streamlog import OFFSET_METADATA_PREFIX, StreamLog, encode_batch
 
     class GapResponder(Responder):
         """``log.offsets``, ``log.read`` and ``log.read.batch`` over a StreamLog file, with one
@@ -193,7 +193,7 @@ def _serve(argv: list[str]) -> None:
     from twisted.internet import defer, reactor
 
     from rsocket_tx import serve
-    from rsocket_tx.streamlog import StreamLog, StreamLogResponder
+    from rsocket_tx.apps.streamlog import StreamLog, StreamLogResponder
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", action="append", default=[])

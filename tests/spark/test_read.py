@@ -9,7 +9,7 @@ import pytest
 from spark_support import flight, publish
 
 import pyspark_rsocket
-from rsocket_tx.streamlog import offset_of
+from rsocket_tx.apps.streamlog import offset_of
 
 JSON_SCHEMA = ("id bigint, carrier string, dep_delay double, tags array<string>, "
                "nested struct<k: bigint>, missing string, _shard int, _offset bigint, "

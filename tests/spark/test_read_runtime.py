@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(r'''
     import json, sys, time
     from pyspark_rsocket import _runtime as rt
     from rsocket_tx import InvalidError
-    from rsocket_tx.streamlog import offset_of
+    from rsocket_tx.apps.streamlog import offset_of
 
     ep, topic = sys.argv[1], sys.argv[2]
 
@@ -88,7 +88,7 @@ def test_runtime_in_a_worker_like_process(log_server):
     assert lines[1].startswith("BACKPRESSURE ok")
     assert lines[2].startswith("ERROR ok INVALID")
     assert lines[3] == "CHANNEL ok 3"  # ack_every 1024: 1024, 2048, 3000
-    from rsocket_tx.streamlog import StreamLog
+    from rsocket_tx.apps.streamlog import StreamLog
     log = StreamLog(log_server.dbs[0])
     try:
         assert [d for _, d in log.read(topic + "-out", 0)] == [b"r%d" % j for j in range(3000)]

@@ -4,7 +4,7 @@ responder, at-least-once and exactly-once, and the guarantees when a task fails 
 
 Fixtures (tests/spark/conftest.py): ``spark`` (session-wide local SparkSession) and
 ``log_server`` (a StreamLogResponder in a subprocess: ``.endpoint``, ``.dbs[0]``). What the sink
-wrote is read back from the log's SQLite file with :class:`rsocket_tx.streamlog.StreamLog`.
+wrote is read back from the log's SQLite file with :class:`rsocket_tx.apps.streamlog.StreamLog`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pyspark_rsocket.writer import (  # noqa: E402
     RSocketWriter,
     SinkOptions,
 )
-from rsocket_tx.streamlog import StreamLog  # noqa: E402
+from rsocket_tx.apps.streamlog import StreamLog  # noqa: E402
 
 MODES = ("at-least-once", "exactly-once")
 #: Upper bound of one wait inside a task for an acknowledgement (a bug fails, never hangs).
@@ -481,7 +481,7 @@ def test_channel_feed_failure_both_ways():
 
 def test_rows_are_packed_into_bounded_record_batches():
     from pyspark_rsocket._runtime import _batch_payloads
-    from rsocket_tx.streamlog import decode_batch
+    from rsocket_tx.apps.streamlog import decode_batch
 
     rows = [b"r%03d" % i for i in range(100)] + [b"x" * 500] + [b"", b"a\nb"]
     payloads = _batch_payloads(rows, 100)

@@ -21,7 +21,7 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 from pyspark_rsocket.writer import _encoder  # noqa: E402
-from rsocket_tx.streamlog import StreamLog  # noqa: E402
+from rsocket_tx.apps.streamlog import StreamLog  # noqa: E402
 
 #: One row of maps, one column per key type Spark allows in a map (with int/string values, so
 #: that a row's whole JSON text can be compared byte for byte).

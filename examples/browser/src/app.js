@@ -2,7 +2,7 @@
 //
 // Connects to ws(s)://<this page's host>/rsocket, or to the URL given by the `url` query
 // parameter (index.html?url=ws://localhost:8080/rsocket). The default responder of
-// `twistd rsocket` (rsocket_tx.demo.DemoResponder) echoes request-response and answers a
+// `twistd rsocket` (rsocket_tx.apps.demo.DemoResponder) echoes request-response and answers a
 // request-stream whose data is a count N with the items "0" .. "N-1".
 import { RSocketConnector } from "rsocket-core";
 import { WebsocketClientTransport } from "rsocket-websocket-client";

@@ -194,7 +194,7 @@ function payloadFromOptions(options) {
   return { data, metadata };
 }
 
-/* ---- demo responder rules (same as rsocket_tx.demo.DemoResponder + "error:") ---- */
+/* ---- demo responder rules (same as rsocket_tx.apps.demo.DemoResponder + "error:") ---- */
 
 /** If data starts with "error:", the application error message (rest of data), else null. */
 function errorRequested(data) {

@@ -24,7 +24,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The routes of the Spring peer: an order service shaped like rsocket_tx.examples.orders
+ * The routes of the Spring peer: an order service shaped like rsocket_tx.apps.orders
  * (same documents: {"id": str, "item": str, "qty": int, "owner": str}), plus routes to
  * observe authentication and flow control.  Data is JSON or CBOR, as the SETUP says.
  *
