@@ -31,14 +31,19 @@ from rsocket_tx.cli import (
     EXIT_TIMEOUT,
     EXIT_USAGE,
     UsageError,
-    format_payload,
     parse_args,
-    read_source,
 )
 from rsocket_tx.core.errors import ApplicationError, ConnectionLostError
 from rsocket_tx.core.payload import Payload
 from rsocket_tx.demo import DemoResponder
-from rsocket_tx.faces.cli import EXIT_INTERRUPTED, Streams, exit_status_for, format_data
+from rsocket_tx.faces.cli import (
+    EXIT_INTERRUPTED,
+    Streams,
+    exit_status_for,
+    format_data,
+    format_payload,
+    read_source,
+)
 from rsocket_tx.responder import Responder
 from rsocket_tx.tap import DEFAULT_LISTEN, Options
 from rsocket_tx.transports.tls import TLSError
