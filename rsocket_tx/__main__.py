@@ -1,6 +1,6 @@
-"""``python -m rsocket_tx``: the ``rsocket-tx`` command line (see :mod:`rsocket_tx.faces.cli`)."""
+"""``python -m rsocket_tx``: the ``rsocket-tx`` command line (see :mod:`rsocket_tx.faces.main`)."""
 
-from rsocket_tx.faces.cli import main
+from rsocket_tx.faces.main import main
 
 if __name__ == "__main__":
     main()

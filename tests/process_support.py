@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: ``twisted/plugins`` is found whatever the install mode).
 TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"
 #: the ``rsocket-tx`` command, run with ``python -c``.
-CLI = "from rsocket_tx.faces.cli import main; main()"
+CLI = "from rsocket_tx.faces.main import main; main()"
 
 
 class ChildProcess(ProcessProtocol):

@@ -1,6 +1,7 @@
-"""rsocket_tx.faces.cli (``rsocket-tx``): parsing, input/output forms, and end to end against a
-real server on a loopback port (in-process with :func:`rsocket_tx.faces.cli.run`, and as a
-subprocess with ``python -m rsocket_tx``)."""
+"""``rsocket-tx`` (rsocket_tx.faces.main, RSocket's commands in rsocket_tx.faces.cli):
+parsing, input/output forms, and end to end against a real server on a loopback port
+(in-process with :func:`rsocket_tx.faces.main.run`, and as a subprocess with
+``python -m rsocket_tx``)."""
 
 from __future__ import annotations
 
@@ -26,21 +27,23 @@ from twisted_support import SERVER_OPTIONS_ARGV
 from rsocket_tx.apps.demo import DemoResponder
 from rsocket_tx.core.errors import ApplicationError, ConnectionLostError
 from rsocket_tx.core.payload import Payload
-from rsocket_tx.faces import cli
+from rsocket_tx.faces import main as cli
 from rsocket_tx.faces.cli import (
-    EXIT_CONNECTION,
     EXIT_INTERRUPTED,
+    Streams,
+    exit_status_for,
+    format_data,
+    format_payload,
+    read_source,
+)
+from rsocket_tx.faces.main import (
+    EXIT_CONNECTION,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_TIMEOUT,
     EXIT_USAGE,
-    Streams,
     UsageError,
-    exit_status_for,
-    format_data,
-    format_payload,
     parse_args,
-    read_source,
 )
 from rsocket_tx.faces.tap import DEFAULT_LISTEN, Options
 from rsocket_tx.responder import Responder

@@ -1,7 +1,7 @@
 """One payload grammar for every ``rsocket-tx`` client command, whatever the protocol: the data
 as ``DATA`` (positional), ``-d``/``--data`` or ``-f``/``--data-file``, in the forms ``TEXT``,
 ``@FILE``, ``-`` (standard input) and ``@@TEXT``; ``-m``/``--metadata`` where the protocol has
-metadata. Each command runs in process (:func:`rsocket_tx.faces.cli.run`) against a real
+metadata. Each command runs in process (:func:`rsocket_tx.faces.main.run`) against a real
 server of its protocol on loopback that echoes what it receives."""
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def test_face_table_lists_every_twistd_plugin():
 
 
 def test_face_table_lists_every_cli_subcommand():
-    from rsocket_tx.faces.cli import build_parser
+    from rsocket_tx.faces.main import build_parser
 
     def subcommands(parser):
         for action in parser._actions:  # argparse has no public list of subparsers

@@ -10,6 +10,10 @@
 - Library code never depends on the sample apps (``rsocket_tx/apps``): only the faces
   (``rsocket_tx/faces``) and the apps themselves import them. The demo responder is the
   default of ``twistd rsocket`` and ``rsocket-tx serve``, not of ``serve()`` or a factory.
+- The faces (each protocol's ``rsocket-tx`` commands and twistd plugin) import the face kit
+  (``rsocket_tx/faces/clikit.py``, ``serving.py``), never another protocol's face; the kit and
+  the modules the faces share import no face. Only the ``rsocket-tx`` command itself
+  (``rsocket_tx/faces/main.py``) imports every face.
 """
 
 from __future__ import annotations
@@ -247,3 +251,78 @@ def test_probe_catches_a_twisted_import() -> None:
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode != 0
     assert "must not import twisted" in proc.stderr
+
+
+# -- faces -------------------------------------------------------------------------------------
+
+#: Each protocol's face modules: its ``rsocket-tx`` commands and its twistd plugin (``twistd
+#: mux`` serves several protocols, naming their plugins as strings, so it is a face of its own).
+FACES = {
+    "rsocket": ("faces/cli.py", "faces/tap.py"),
+    "jini": ("jini/cli.py", "jini/tap.py"),
+    "rsnet": ("rsnet/cli.py", "rsnet/tap.py"),
+    "rs2015": ("reactivesocket/cli.py", "reactivesocket/tap.py"),
+    "mux": ("faces/mux.py",),
+}
+#: The ``rsocket-tx`` command, which gathers every face's commands.
+TOP = ("faces/main.py",)
+#: The face kit and the modules faces share: they import no face.
+KIT = ("faces/clikit.py", "faces/serving.py", "faces/framelog.py", "faces/rsocket_settings.py")
+
+
+def face_module(relative: str) -> str:
+    """``"jini/cli.py"`` -> ``"rsocket_tx.jini.cli"``."""
+    return "rsocket_tx." + relative.removesuffix(".py").replace("/", ".")
+
+
+def face_of(module: str) -> str | None:
+    """The protocol whose face ``module`` is (or is in), or None."""
+    for protocol, paths in FACES.items():
+        if any(module == face_module(p) for p in paths):
+            return protocol
+    return "top" if module in {face_module(p) for p in TOP} else None
+
+
+def faces_imported(path: Path) -> set[str]:
+    """The faces (protocol names, ``"top"`` for the ``rsocket-tx`` command) ``path`` imports."""
+    return {face for face in map(face_of, imported_modules(path)) if face is not None}
+
+
+FACE_PATHS = [(protocol, PACKAGE / p) for protocol, paths in FACES.items() for p in paths
+              if (PACKAGE / p).exists()]
+
+
+def test_the_faces_and_the_kit_are_found() -> None:
+    found = {protocol for protocol, _ in FACE_PATHS}
+    assert found == set(FACES)
+    assert all((PACKAGE / p).exists() for p in KIT + TOP)
+
+
+@pytest.mark.parametrize(("protocol", "path"), FACE_PATHS,
+                         ids=lambda v: str(v.relative_to(PACKAGE)) if isinstance(v, Path) else v)
+def test_no_face_imports_another_protocols_face(protocol: str, path: Path) -> None:
+    others = faces_imported(path) - {protocol}
+    assert others == set(), (
+        f"{path.relative_to(ROOT)} ({protocol}'s face) imports the face of {sorted(others)}:"
+        " move what they share into the face kit (rsocket_tx/faces/clikit.py, serving.py)")
+
+
+@pytest.mark.parametrize("relative", KIT)
+def test_the_kit_imports_no_face(relative: str) -> None:
+    path = PACKAGE / relative
+    assert faces_imported(path) == set(), f"{relative} imports a face"
+
+
+def test_the_command_gathers_every_face() -> None:
+    assert faces_imported(PACKAGE / "faces" / "main.py") - {"top"} == set(FACES) - {"mux"}
+
+
+def test_faces_imported_sees_a_relative_import_of_a_face(tmp_path: Path, monkeypatch) -> None:
+    """The check resolves ``from ..faces import tap`` (how the 2015 draft's face once took
+    RSocket's) and a function-level ``from ..jini.cli import ...``."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    sample = tmp_path / "rsocket_tx" / "reactivesocket" / "x.py"
+    sample.parent.mkdir(parents=True)
+    sample.write_text("from ..faces import tap as rsocket_tap\n"
+                      "def f():\n    from ..jini.cli import add_parser\n", encoding="utf-8")
+    assert faces_imported(sample) == {"rsocket", "jini"}

@@ -69,7 +69,7 @@ GONE = {
     "rsocket_tx.examples.orders": "rsocket_tx.apps.orders",
     "rsocket_tx.tap": "rsocket_tx.faces.tap",
     "rsocket_tx.serving": "rsocket_tx.faces.serving",
-    "rsocket_tx.cli": "rsocket_tx.faces.cli",
+    "rsocket_tx.cli": "rsocket_tx.faces.main",
 }
 
 FACES = ("rsocket_tx.faces", "rsocket_tx.__main__")
@@ -291,19 +291,19 @@ def test_the_console_script_names_the_new_module() -> None:
 
     from twisted.python.reflect import namedAny
 
-    from rsocket_tx.faces.cli import main
+    from rsocket_tx.faces.main import main
 
     setup = configparser.ConfigParser()
     setup.read(ROOT / "setup.cfg")
     scripts = setup.get("options.entry_points", "console_scripts").strip()
-    assert scripts == "rsocket-tx = rsocket_tx.faces.cli:main"
-    assert namedAny("rsocket_tx.faces.cli.main") is main
+    assert scripts == "rsocket-tx = rsocket_tx.faces.main:main"
+    assert namedAny("rsocket_tx.faces.main.main") is main
 
 
-@pytest.mark.parametrize("module", ["rsocket_tx", "rsocket_tx.faces.cli"])
+@pytest.mark.parametrize("module", ["rsocket_tx", "rsocket_tx.faces.main"])
 def test_python_dash_m_runs_the_command_line(module: str) -> None:
     """``python -m`` with the package and with the module: the same command line (a
-    subcommand that loads the Jini face, which imports the CLI module, works too)."""
+    subcommand of the Jini face works too)."""
     for argv, usage in ((["--help"], "usage: rsocket-tx [-h] [--version] COMMAND"),
                         (["jini", "--help"], "usage: rsocket-tx jini [-h] JINI_COMMAND")):
         result = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,

@@ -658,7 +658,7 @@ def test_twistd_lease_options_make_a_fixed_rate_policy():
 
 
 def test_cli_serve_takes_the_lease_options():
-    from rsocket_tx.faces.cli import parse_args
+    from rsocket_tx.faces.main import parse_args
 
     settings = parse_args(["serve", "--lease-ttl", "1000", "--lease-requests", "0"]).settings
     assert settings.make_lease_policy().lease == Lease(1_000, 0)

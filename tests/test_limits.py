@@ -31,7 +31,7 @@ from rsocket_tx import (
 from rsocket_tx.client import make_setup
 from rsocket_tx.core.errors import ExcessiveBufferingError
 from rsocket_tx.core.frames import PayloadFrame, RequestResponseFrame
-from rsocket_tx.faces.cli import parse_args
+from rsocket_tx.faces.main import parse_args
 from rsocket_tx.faces.tap import Options
 
 aio = pytest_twisted.ensureDeferred

@@ -18,7 +18,8 @@ from twisted.internet.protocol import ProcessProtocol
 
 from rsocket_tx.apps.orders import OrderBook, OrderService
 from rsocket_tx.extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth
-from rsocket_tx.faces.cli import EXIT_OK, EXIT_RSOCKET_ERROR, EXIT_USAGE, parse_args
+from rsocket_tx.faces.cli import EXIT_OK, EXIT_RSOCKET_ERROR, EXIT_USAGE
+from rsocket_tx.faces.main import parse_args
 
 aio = pytest_twisted.ensureDeferred
 JSON = "application/json"

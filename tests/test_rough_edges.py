@@ -23,16 +23,15 @@ from twisted.internet.protocol import Factory, Protocol
 
 import rsocket_tx
 from rsocket_tx.faces import cli
-from rsocket_tx.faces.cli import (
+from rsocket_tx.faces.clikit import (
     EXIT_CONNECTION,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    log_level,
-    parse_args,
     redact,
     secrets_in,
 )
+from rsocket_tx.faces.main import log_level, parse_args, run
 from rsocket_tx.faces.serving import (
     ListenFailed,
     SettingsError,
@@ -65,7 +64,7 @@ class Result:
 
 async def run_cli(argv) -> Result:
     stdout, stderr = io.BytesIO(), io.StringIO()
-    d = cli.run(_reactor(), argv, stdin=io.BytesIO(b""), stdout=stdout, stderr=stderr)
+    d = run(_reactor(), argv, stdin=io.BytesIO(b""), stdout=stdout, stderr=stderr)
     status = await d.addTimeout(SAFETY, _reactor())
     return Result(status, stdout.getvalue(), stderr.getvalue())
 
@@ -341,7 +340,7 @@ async def silent_port():
 async def test_no_library_log_lines_without_debug(silent_port):
     """A real process: a WebSocket client whose handshake times out logs nothing but its one
     line of error."""
-    process = spawn(["-c", "from rsocket_tx.faces.cli import main; main()", "request",
+    process = spawn(["-c", "from rsocket_tx.faces.main import main; main()", "request",
                      f"ws://127.0.0.1:{silent_port}/rsocket", "--connect-timeout", "0.5"],
                     pattern=re.compile(rb"$^"))
     reason = await process.ended.addTimeout(SAFETY, _reactor())

@@ -29,7 +29,7 @@ from rsocket_tx.extensions.auth import BearerAuth, SimpleAuth, encode_auth
 from rsocket_tx.extensions.composite import encode_composite
 from rsocket_tx.extensions.mimetypes import AUTHENTICATION, COMPOSITE_METADATA, ROUTING
 from rsocket_tx.extensions.routing import encode_routing
-from rsocket_tx.faces import cli
+from rsocket_tx.faces import main as cli
 from rsocket_tx.faces.tap import describe_frame, make_frame_logger
 from rsocket_tx.reactivesocket import frames as draft_frames
 

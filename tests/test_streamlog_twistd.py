@@ -21,7 +21,7 @@ from rsocket_tx.apps.streamlog import (
     offset_of,
 )
 from rsocket_tx.extensions import COMPOSITE_METADATA
-from rsocket_tx.faces.cli import parse_args
+from rsocket_tx.faces.main import parse_args
 
 aio = pytest_twisted.ensureDeferred
 RESPONDER = "rsocket_tx.apps.streamlog:StreamLogResponder"

@@ -15,7 +15,8 @@ from twisted_support import EchoResponder, wait
 
 from rsocket_tx import Payload, connect, serve
 from rsocket_tx.core.errors import ConnectionLostError
-from rsocket_tx.faces.cli import EXIT_CONNECTION, EXIT_OK, run
+from rsocket_tx.faces.cli import EXIT_CONNECTION, EXIT_OK
+from rsocket_tx.faces.main import run
 from rsocket_tx.transports.tls import (
     TLSError,
     TLSVerificationError,

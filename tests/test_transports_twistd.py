@@ -18,7 +18,7 @@ from rsocket_tx import Payload, connect
 
 REPO = Path(__file__).resolve().parent.parent
 TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"
-CLI = "from rsocket_tx.faces.cli import main; main()"
+CLI = "from rsocket_tx.faces.main import main; main()"
 LISTENING = re.compile(rb"listening on 127\.0\.0\.1:(\d+) \(endpoint ([^)\n]+)\)")
 
 

@@ -207,9 +207,9 @@ class CommandResult(NamedTuple):
 
 
 async def run_command(argv, stdin: bytes = b"", timeout: float = 30) -> CommandResult:
-    """Run ``rsocket-tx ARGV`` in process (:func:`rsocket_tx.faces.cli.run`) on the reactor,
+    """Run ``rsocket-tx ARGV`` in process (:func:`rsocket_tx.faces.main.run`) on the reactor,
     with ``stdin`` as its standard input; fails with TimeoutError after ``timeout`` seconds."""
-    from rsocket_tx.faces.cli import run
+    from rsocket_tx.faces.main import run
 
     out, err = io.BytesIO(), io.StringIO()
     status = await run(reactor, list(argv), stdin=io.BytesIO(stdin), stdout=out,

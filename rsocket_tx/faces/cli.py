@@ -1,4 +1,6 @@
-"""``rsocket-tx``: an RSocket command-line client and server.
+"""RSocket's face on the ``rsocket-tx`` command line: an RSocket client and server (the
+command itself, which gathers every protocol's commands, is :mod:`rsocket_tx.faces.main`; the
+plumbing the protocols share is the face kit, :mod:`rsocket_tx.faces.clikit`).
 
 Examples::
 
@@ -48,40 +50,44 @@ was lost; 4 ``--timeout`` expired; 130 interrupted (SIGINT/SIGTERM) before the e
 from __future__ import annotations
 
 import argparse
-import base64
-import difflib
-import io
-import json
-import os
-import queue
-import re
-import sys
-import threading
-from collections.abc import Callable
 
 from twisted.internet import error as internet_error
-from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.defer import TimeoutError as ConnectTimeout
-from twisted.logger import (
-    FilteringLogObserver,
-    LogLevel,
-    LogLevelFilterPredicate,
-    globalLogBeginner,
-    textFileLogObserver,
-)
 
 from ..core.errors import ConnectionLostError, RSocketError
 from ..core.payload import Payload
 from ..extensions import COMPOSITE_METADATA, BearerAuth, SimpleAuth, build_metadata
 from ..transports.endpoints import client_endpoint
-from ..transports.tls import TLSError, TLSVerificationError
-from .framelog import URI_PASSWORD, mask_uri_passwords
+from ..transports.tls import TLSError
+from .clikit import (
+    EXIT_CONNECTION,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RSOCKET_ERROR,
+    EXIT_TIMEOUT,  # noqa: F401 - importable from here
+    EXIT_USAGE,
+    PAYLOAD_SOURCES,  # noqa: F401 - importable from here
+    Face,
+    Streams,
+    UsageError,  # noqa: F401 - importable from here
+    add_payload_arguments,
+    await_command,
+    exit_status_for,  # noqa: F401 - importable from here
+    format_data,  # noqa: F401 - importable from here
+    format_payload,
+    parse_seconds,
+    parse_timeout,
+    read_source,
+    resolve_payload_arguments,
+    source_lines,
+    wrong_port_hint,
+)
 from .serving import (
     SettingsError,
     describe_listen_failure,
     parse_int_option,
     scheme_hint,
-    suggest_option,
 )
 from .tap import (
     DEBUG_HELP,
@@ -95,36 +101,14 @@ from .tap import (
 )
 
 __all__ = [
-    "main",
-    "run",
-    "build_parser",
-    "parse_args",
-    "UsageError",
-    "EXIT_OK",
-    "EXIT_RSOCKET_ERROR",
-    "EXIT_USAGE",
-    "EXIT_CONNECTION",
-    "EXIT_TIMEOUT",
-    "EXIT_INTERRUPTED",
-    "Streams",
-    "add_payload_arguments",
-    "resolve_payload_arguments",
-    "read_source",
-    "PAYLOAD_SOURCES",
-    "exit_status_for",
-    "format_data",
-    "parse_timeout",
-    "await_command",
+    "FACE",
+    "add_commands",
+    "validate",
+    "execute",
+    "is_server",
+    "help_epilog",
 ]
 
-EXIT_OK = 0
-EXIT_RSOCKET_ERROR = 1
-EXIT_USAGE = 2
-EXIT_CONNECTION = 3
-EXIT_TIMEOUT = 4
-EXIT_INTERRUPTED = 130
-
-PROG = "rsocket-tx"
 DEFAULT_MIME = "application/octet-stream"
 DEFAULT_KEEPALIVE = 20_000  # ms
 DEFAULT_MAX_LIFETIME = 90_000  # ms
@@ -132,165 +116,7 @@ DEFAULT_REQUEST_N = 256
 DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds
 
 
-class UsageError(Exception):
-    """The command line is invalid; ``str()`` is the message (without the usage line).
-
-    :ivar usage: the usage line of the (sub)command, or ``""``.
-    """
-
-    def __init__(self, message: str, usage: str = "") -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-class _Exit(Exception):
-    def __init__(self, status: int, message: str | None, stdout: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.stdout = stdout  # the message goes to standard output (--version)
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser that raises instead of exiting, so :func:`run` works in-process, and
-    says "did you mean" for a near miss (an option, a command, a choice)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        self.known_options: list[str] = []  # (before: the base class adds --help)
-        self.subcommand_actions: list[argparse.Action] = []
-        super().__init__(*args, **kwargs)
-
-    def add_argument(self, *args, **kwargs):
-        action = super().add_argument(*args, **kwargs)
-        self.known_options.extend(o for o in action.option_strings if o.startswith("--"))
-        return action
-
-    def add_subparsers(self, **kwargs):
-        action = super().add_subparsers(**kwargs)
-        self.subcommand_actions.append(action)
-        return action
-
-    def all_options(self) -> list[str]:
-        """The long options of this parser and of its subcommands, at every depth."""
-        options = list(self.known_options)
-        for action in self.subcommand_actions:
-            choices = action.choices  # the subcommands' parsers, by name
-            for sub in choices.values() if isinstance(choices, dict) else ():
-                if isinstance(sub, _Parser):
-                    options.extend(sub.all_options())
-        return options
-
-    def error(self, message):
-        choice = _INVALID_CHOICE.search(message)
-        if choice:
-            choices = [c.strip().strip("'") for c in choice.group(2).split(",")]
-            close = difflib.get_close_matches(choice.group(1), choices, n=1)
-            if close:
-                message += f" (did you mean {close[0]!r}?)"
-        raise UsageError(message, self.format_usage())
-
-    def exit(self, status=0, message=None):
-        raise _Exit(status, message)
-
-
-_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: print ``rsocket-tx VERSION`` on standard output and exit 0."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
-                 help="print the version and exit"):
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        raise _Exit(EXIT_OK, f"{PROG} {package_version()}\n", stdout=True)
-
-
-def package_version() -> str:
-    """The version of the installed ``rsocket_tx`` (``rsocket_tx.__version__``, else the
-    package metadata)."""
-    import rsocket_tx
-
-    version = getattr(rsocket_tx, "__version__", None)
-    if version:
-        return str(version)
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as metadata_version
-
-    try:
-        return metadata_version("rsocket_tx")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 # -- parser ----------------------------------------------------------------------------------
-
-_SOURCE_HELP = "TEXT, @FILE or - (standard input)"
-
-#: The payload options whose values :func:`read_source` reads, as ``argparse`` destinations:
-#: at most one of them may read standard input.
-PAYLOAD_SOURCES = ("data", "metadata", "setup_data", "setup_metadata")
-
-
-def add_payload_arguments(p: argparse.ArgumentParser, *, data: str | None,
-                          metadata: str | None = None, setup: bool = False) -> None:
-    """Add the payload arguments of a client command: the one grammar of every ``rsocket-tx``
-    command, whatever its protocol (docs/cli.rst, *The payload*). Each value is ``TEXT``,
-    ``@FILE``, ``-`` (standard input) or ``@@TEXT`` (:func:`read_source`):
-
-    * the data, given once: ``DATA`` (positional, optional, after the positionals ``p`` has
-      already), ``--data``/``-d DATA``, or ``--data-file``/``-f FILE`` (``-d @FILE``;
-      ``-``: standard input);
-    * ``--metadata``/``-m METADATA``, where the protocol has metadata;
-    * ``--setup-data`` and ``--setup-metadata``, where the protocol has a SETUP payload.
-
-    :func:`resolve_payload_arguments` then checks them (in the command's validation).
-
-    :param p: the command's parser.
-    :param data: the help of the data (what it is to this command); None: no data.
-    :param metadata: the help of ``--metadata``; None: no metadata.
-    :param setup: add ``--setup-data`` and ``--setup-metadata``.
-    """
-    if data is not None:
-        p.add_argument("data_arg", metavar="DATA", nargs="?",
-                       help=f"the same as --data (give the data once): {data}")
-        p.add_argument("--data", "-d", metavar="DATA", help=f"{data}: {_SOURCE_HELP}")
-        p.add_argument("--data-file", "-f", metavar="FILE",
-                       help="the same as --data @FILE (- for standard input)")
-    if metadata is not None:
-        p.add_argument("--metadata", "-m", metavar="METADATA",
-                       help=f"{metadata}: {_SOURCE_HELP}")
-    if setup:
-        p.add_argument("--setup-data", metavar="DATA", help=f"SETUP payload data: {_SOURCE_HELP}")
-        p.add_argument("--setup-metadata", metavar="METADATA",
-                       help=f"SETUP payload metadata: {_SOURCE_HELP}")
-
-
-def resolve_payload_arguments(args: argparse.Namespace, default: str | None = None) -> None:
-    """Check the arguments of :func:`add_payload_arguments` (after argparse) and set
-    ``args.data`` to the data's value for :func:`read_source`, whichever way it was given
-    (``default`` when it was not: None, empty data, or ``"-"``, standard input).
-
-    :raises SettingsError: the data given more than once, or more than one option reading
-        standard input.
-    """
-    data_file = getattr(args, "data_file", None)
-    if data_file is not None and data_file != "-":
-        # (@FILE; a name starting with @ as ./@NAME, or @@ would make it a literal)
-        data_file = "@" + (f"./{data_file}" if data_file.startswith("@") else data_file)
-    given = [(name, value) for name, value in (
-        ("DATA", getattr(args, "data_arg", None)), ("--data", getattr(args, "data", None)),
-        ("--data-file", data_file)) if value is not None]
-    if len(given) > 1:
-        raise SettingsError("give the data once: as DATA, with --data or with --data-file"
-                            f" (got {' and '.join(name for name, _ in given)})")
-    args.data = given[0][1] if given else default
-    stdin_users = [name for name in PAYLOAD_SOURCES if getattr(args, name, None) == "-"]
-    if len(stdin_users) > 1:
-        shown = ", ".join("--" + n.replace("_", "-") for n in stdin_users)
-        raise SettingsError(f"only one option can read standard input, got '-' for {shown}")
-
 
 def _add_client_options(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument(
@@ -452,30 +278,27 @@ _COMMANDS = {
 }
 
 
-def _help_epilog() -> str:
-    """The module docstring from its examples on, as plain text for ``--help``."""
+def help_epilog() -> str:
+    """The module docstring from its examples on, as plain text for ``rsocket-tx --help``."""
     text = (__doc__ or "").split("Examples::", 1)[-1]
     text = text.replace("``", "'").replace("::", ":")
     more = "See 'rsocket-tx COMMAND --help' for the options of a command."
     return f"examples:{text.rstrip()}\n\n{more}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``rsocket-tx`` argument parser (raises :class:`UsageError` instead of exiting)."""
-    parser = _Parser(
-        prog=PROG,
-        description="RSocket 1.0 command-line client and server (rsocket_tx, Twisted).",
-        epilog=_help_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action=_VersionAction)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
-    parser.command_parsers = {}
+def add_commands(commands) -> dict[str, argparse.ArgumentParser]:
+    """Add RSocket's commands (``request``, ``fnf``, ``stream``, ``channel``,
+    ``metadata-push``, ``serve``) to ``rsocket-tx``
+    (:attr:`rsocket_tx.faces.clikit.Face.add_commands`).
+
+    :param commands: the subparsers action of the ``rsocket-tx`` parser.
+    :returns: the commands' parsers, by name.
+    """
+    parsers = {}
     for name, summary in _COMMANDS.items():
         sub = commands.add_parser(name, help=summary, description=summary)
         _add_client_options(sub, name)
-        parser.command_parsers[name] = sub
+        parsers[name] = sub
     serve = commands.add_parser(
         "serve",
         help="serve a responder (as twistd rsocket does) until SIGINT/SIGTERM",
@@ -483,66 +306,31 @@ def build_parser() -> argparse.ArgumentParser:
         " SIGINT/SIGTERM; the same server and options as 'twistd rsocket'.",
     )
     _add_serve_options(serve)
-    parser.command_parsers["serve"] = serve
-    from ..jini.cli import add_parser as add_jini_parser  # (rsocket_tx.jini.cli imports this)
-
-    parser.command_parsers["jini"] = add_jini_parser(commands)
-    from ..rsnet.cli import add_parser as add_rsnet_parser  # (rsocket_tx.rsnet.cli imports this)
-
-    parser.command_parsers["rsnet"] = add_rsnet_parser(commands)
-    from ..reactivesocket.cli import add_parser as add_rs2015_parser  # (it imports this)
-
-    parser.command_parsers["rs2015"] = add_rs2015_parser(commands)
-    return parser
+    parsers["serve"] = serve
+    return parsers
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    """Parse and validate ``argv`` (without the program name).
+def validate(args: argparse.Namespace) -> None:
+    """Check and convert the arguments of an RSocket command (after argparse): client
+    commands get ints (bytes, milliseconds) and a float ``timeout`` (seconds) or ``None``;
+    ``serve`` gets ``settings`` (a :class:`~rsocket_tx.faces.rsocket_settings.ServerSettings`).
 
-    Numbers are checked and converted; endpoints, the responder and ``--data``-style values are
-    checked later (when run).
-
-    :param argv: the arguments.
-    :returns: the namespace; client commands get ints (bytes, milliseconds) and a float
-        ``timeout`` (seconds) or ``None``; ``serve`` gets ``settings`` (a
-        :class:`~rsocket_tx.faces.tap.ServerSettings`).
-    :raises UsageError: on any invalid argument.
+    :raises SettingsError: naming the first invalid option.
     """
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
-    if extras:
-        sub = parser.command_parsers.get(args.command, parser)
-        message = f"unrecognized arguments: {' '.join(extras)}"
-        unknown = next((e for e in extras if e.startswith("--")), None)
-        if unknown is not None:
-            message += suggest_option(unknown, sub.all_options())
-        raise UsageError(message, sub.format_usage())
-    try:
-        if args.command == "serve":
-            args.settings = parse_server_settings(
-                listen=args.endpoints,
-                debug=args.debug,
-                **{o.attr: getattr(args, o.attr) for o in SERVER_OPTIONS},
-                **{f.attr: getattr(args, f.attr) for f in SERVER_FLAGS},
-            )
-        elif args.command == "jini":
-            from ..jini.cli import validate as validate_jini
+    if args.command == "serve":
+        args.settings = parse_server_settings(
+            listen=args.endpoints,
+            debug=args.debug,
+            **{o.attr: getattr(args, o.attr) for o in SERVER_OPTIONS},
+            **{f.attr: getattr(args, f.attr) for f in SERVER_FLAGS},
+        )
+    else:
+        _validate_client(args)
 
-            validate_jini(args)
-        elif args.command == "rsnet":
-            from ..rsnet.cli import validate as validate_rsnet
 
-            validate_rsnet(args)
-        elif args.command == "rs2015":
-            from ..reactivesocket.cli import validate as validate_rs2015
-
-            validate_rs2015(args)
-        else:
-            _validate_client(args)
-    except SettingsError as e:
-        sub = parser.command_parsers[args.command]
-        raise UsageError(str(e), sub.format_usage()) from None
-    return args
+def is_server(args: argparse.Namespace) -> bool:
+    """Whether the command is ``serve``."""
+    return args.command == "serve"
 
 
 def _validate_client(args: argparse.Namespace) -> None:
@@ -565,38 +353,12 @@ def _validate_client(args: argparse.Namespace) -> None:
         if args.request_n is None:
             args.request_n = DEFAULT_REQUEST_N
     args.timeout = parse_timeout(args.timeout)
-    args.connect_timeout = _parse_seconds("connect-timeout", args.connect_timeout,
+    args.connect_timeout = parse_seconds("connect-timeout", args.connect_timeout,
                                           DEFAULT_CONNECT_TIMEOUT)
     _validate_extensions(args)
     resolve_payload_arguments(args, "-" if args.command == "channel" else None)
     if args.command == "metadata-push" and args.metadata is None:
         raise SettingsError("--metadata: required by metadata-push")
-
-
-def parse_timeout(value) -> float | None:
-    """Validate ``--timeout`` (every command of ``rsocket-tx`` but ``serve``).
-
-    :param value: ``None`` (not given) or a decimal string, in seconds.
-    :returns: the seconds (a positive, finite float), or ``None``.
-    :raises SettingsError: it is not a number, or not positive and finite.
-    """
-    return _parse_seconds("timeout", value, None)
-
-
-def _parse_seconds(name: str, value, default: float | None) -> float | None:
-    """Validate a positive, finite number of seconds (``None``: ``default``).
-
-    :raises SettingsError: it is not such a number.
-    """
-    if value is None:
-        return default
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise SettingsError(f"--{name}: expected a number of seconds, got {value!r}") from None
-    if not seconds > 0 or seconds == float("inf"):
-        raise SettingsError(f"--{name}: must be a positive number of seconds, got {seconds}")
-    return seconds
 
 
 def _validate_extensions(args: argparse.Namespace) -> None:
@@ -645,253 +407,6 @@ def _validate_extensions(args: argparse.Namespace) -> None:
             build_metadata(args.metadata_mime, auth=args.auth)
     except ValueError as e:
         raise SettingsError(str(e)) from None
-
-
-# -- input and output -------------------------------------------------------------------------
-
-
-class Streams:
-    """The standard streams of a command.
-
-    :ivar stdin: binary file (``-`` inputs).
-    :ivar stdout: binary file the output is written to.
-    :ivar stderr: text file for messages; given ``secrets`` (see :func:`secrets_in`), a
-        :class:`RedactingWriter` that writes ``***`` in their place.
-    """
-
-    def __init__(self, stdin, stdout, stderr, secrets: list[str] | None = None) -> None:
-        self.stdin = stdin
-        self.stdout = stdout
-        self.stderr = RedactingWriter(stderr, secrets) if secrets else stderr
-
-    def error(self, message: str) -> None:
-        """Write ``rsocket-tx: message`` on stderr."""
-        self.stderr.write(f"{PROG}: {message}\n")
-        self.stderr.flush()
-
-    def write(self, data: bytes) -> None:
-        """Write ``data`` on stdout, flushed."""
-        self.stdout.write(data)
-        self.stdout.flush()
-
-
-#: Options whose value is a secret (``--auth-simple``: the part after the first colon).
-_SECRET_OPTIONS = ("--auth-simple", "--auth-bearer")
-
-
-def secrets_in(argv: list[str]) -> list[str]:
-    """The secrets on a command line, never to be written back (on standard error, in
-    ``--debug`` lines, in log lines): the password of ``--auth-simple USER:PASSWORD``, the
-    token of ``--auth-bearer TOKEN`` (also as ``--opt=VALUE`` and abbreviated), and the
-    password of a URI's ``user:password@``.
-
-    :param argv: the arguments, without the program name.
-    :returns: the secrets found, in the order given.
-    """
-    found = []
-    for i, token in enumerate(argv):
-        name, eq, value = token.partition("=")
-        option = next((o for o in _SECRET_OPTIONS
-                       if name.startswith("--auth-") and o.startswith(name)), None)
-        if option is not None:
-            if not eq:
-                value = argv[i + 1] if i + 1 < len(argv) else ""
-            if option == "--auth-simple":
-                _, sep, password = value.partition(":")
-                value = password if sep else value
-            if value:
-                found.append(value)
-        found.extend(m.group(1) for m in URI_PASSWORD.finditer(token))
-    return found
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with each of ``secrets`` (as typed, and as ``repr`` escapes it) replaced by
-    ``***``, and the password of any URI's ``user:password@`` too
-    (:func:`~rsocket_tx.faces.framelog.mask_uri_passwords`). Credentials in frames' metadata
-    are masked by the frame log itself (:mod:`rsocket_tx.faces.framelog`), which decodes it.
-    """
-    for secret in sorted(secrets, key=len, reverse=True):
-        for form in (secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]):
-            if form:
-                text = text.replace(form, "***")
-    return mask_uri_passwords(text)
-
-
-class RedactingWriter:
-    """A text file that writes :func:`redact` of what it is given (standard error, when the
-    command line holds secrets).
-
-    :param file: the text file written to.
-    :param secrets: the secrets (see :func:`secrets_in`).
-    """
-
-    def __init__(self, file, secrets: list[str]) -> None:
-        self.file = file
-        self.secrets = list(secrets)
-
-    def write(self, text: str) -> int:
-        self.file.write(redact(text, self.secrets))
-        return len(text)
-
-    def flush(self) -> None:
-        self.file.flush()
-
-    def __getattr__(self, name: str):
-        return getattr(self.file, name)
-
-
-def _literal(value: str) -> bytes:
-    return os.fsencode(value)  # the bytes typed, even if they are not valid UTF-8
-
-
-def read_source(value: str | None, stdin) -> bytes | None:
-    """Read the value of a ``--data``-style option.
-
-    :param value: ``None`` (not given), ``"-"`` (all of ``stdin``), ``"@FILE"`` (the file's
-        bytes), ``"@@TEXT"`` (the literal ``@TEXT``) or a literal (encoded as the file system
-        encoding, UTF-8 in practice).
-    :param stdin: a binary file.
-    :returns: the bytes, or ``None`` if ``value`` is ``None``.
-    :raises OSError: if the file cannot be read.
-    """
-    if value is None:
-        return None
-    if value == "-":
-        return stdin.read()
-    if value.startswith("@@"):
-        return _literal(value[1:])
-    if value.startswith("@"):
-        with open(value[1:], "rb") as f:
-            return f.read()
-    return _literal(value)
-
-
-def _strip_newline(line: bytes) -> bytes:
-    if line.endswith(b"\r\n"):
-        return line[:-2]
-    if line.endswith(b"\n"):
-        return line[:-1]
-    return line
-
-
-class _LineReader:
-    """Reads lines of a binary file one at a time, on demand, on a daemon thread, so that a
-    slow or interactive standard input never blocks the reactor and is read no faster than
-    the peer grants credit. A daemon thread does not keep the process alive at exit."""
-
-    def __init__(self, reactor, file) -> None:
-        self._reactor = reactor
-        self._file = file
-        self._requests: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._buffer = b""
-        self._eof = False
-        try:
-            self._fd = file.fileno()
-        except (AttributeError, OSError, io.UnsupportedOperation):
-            self._fd = None
-
-    def next_line(self) -> Deferred:
-        """A Deferred firing with the next line (without its newline), or None at the end."""
-        d = Deferred()
-        self._requests.put(d)
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="rsocket-tx stdin", daemon=True)
-            self._thread.start()
-        return d
-
-    def _run(self) -> None:
-        while True:
-            d = self._requests.get()
-            try:
-                line = self._read_line()
-            except Exception as e:  # delivered to the reactor thread
-                self._reactor.callFromThread(d.errback, e)
-                return
-            self._reactor.callFromThread(d.callback, line)
-            if line is None:
-                return
-
-    def _read_line(self) -> bytes | None:
-        if self._fd is None:
-            line = self._file.readline()
-            return _strip_newline(line) if line else None
-        # Raw reads on the descriptor: no buffered-reader lock held across interpreter exit.
-        while b"\n" not in self._buffer and not self._eof:
-            chunk = os.read(self._fd, 65536)
-            if chunk:
-                self._buffer += chunk
-            else:
-                self._eof = True
-        if b"\n" in self._buffer:
-            line, _, self._buffer = self._buffer.partition(b"\n")
-            return _strip_newline(line + b"\n")
-        if self._buffer:
-            line, self._buffer = self._buffer, b""
-            return line
-        return None
-
-
-async def _lines(reactor, value: str, stdin):
-    """The lines of ``--data`` for channel: standard input read lazily, or a file / literal."""
-    if value == "-":
-        reader = _LineReader(reactor, stdin)
-        while True:
-            line = await reader.next_line()
-            if line is None:
-                return
-            yield line
-    else:
-        content = read_source(value, stdin)
-        for line in content.splitlines():
-            yield line
-
-
-def _json_value(obj: dict, name: str, value: bytes | None) -> None:
-    if value is None:
-        obj[name] = None
-        return
-    try:
-        obj[name] = value.decode("utf-8")
-    except UnicodeDecodeError:
-        obj[name + "_base64"] = base64.b64encode(value).decode("ascii")
-
-
-def format_payload(payload: Payload, output: str) -> bytes:
-    """Render one received payload for standard output.
-
-    :param payload: the payload.
-    :param output: ``"text"``: the data bytes as they are, then ``b"\\n"``; ``"json"``: one
-        line of JSON, ``{"data": str, "metadata": str | null}``, a value that is not valid UTF-8
-        being given as ``data_base64`` / ``metadata_base64`` (standard base64) instead.
-    :returns: the bytes to write, ending with a newline.
-    """
-    if output == "json":
-        obj: dict = {}
-        _json_value(obj, "data", payload.data)
-        _json_value(obj, "metadata", payload.metadata)
-        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
-    return bytes(payload.data) + b"\n"
-
-
-def format_data(data: bytes, output: str) -> bytes:
-    """Render one received message (a response, an element) of a protocol without metadata
-    for standard output (``rsocket-tx jini``, ``rsocket-tx rsnet``).
-
-    :param data: the bytes received.
-    :param output: ``"text"``: ``data`` then ``b"\\n"``; ``"raw"``: ``data`` alone;
-        ``"json"``: one line, ``{"data": str}``, or ``{"data_base64": str}`` (standard base64)
-        when ``data`` is not valid UTF-8.
-    :returns: the bytes to write.
-    """
-    if output == "raw":
-        return data
-    if output == "json":
-        obj: dict = {}
-        _json_value(obj, "data", data)
-        return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
-    return data + b"\n"
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -976,36 +491,6 @@ async def _client(reactor, args: argparse.Namespace, streams: Streams) -> int:
     return EXIT_OK
 
 
-_SCHEME = re.compile(r"\s*([A-Za-z0-9+.-]+):")
-_HTTP_STATUS = re.compile(r"\[\d{3}\]")
-
-
-def wrong_port_hint(endpoint: str, error: BaseException | None) -> str:
-    """A hint for a TLS or WebSocket client whose handshake failed (or never ended: ``error``
-    ``None``), as when it is pointed at a port that speaks something else.
-
-    :param endpoint: the endpoint as typed (a URI or an endpoint string).
-    :param error: what connecting failed with; ``None``: it timed out.
-    :returns: ``"; the server at tls://... did not answer a TLS handshake: is it a plain
-        tcp:// server?"``, a WebSocket equivalent, or ``""`` (the connection was refused, the
-        host is unknown, a certificate was not trusted, an HTTP status came back...).
-    """
-    found = _SCHEME.match(endpoint)
-    scheme = found.group(1).lower() if found else ""
-    if isinstance(error, (internet_error.ConnectionRefusedError, internet_error.DNSLookupError,
-                          internet_error.NoRouteError, internet_error.TCPTimedOutError,
-                          internet_error.TimeoutError, TLSVerificationError)):
-        return ""  # refused, unknown host, untrusted certificate: the port is not the issue
-    if scheme in ("tls", "ssl", "wss"):
-        other = "ws://" if scheme == "wss" else "tcp://"
-        return (f"; the server at {endpoint} did not answer a TLS handshake: is it a plain"
-                f" {other} server?")
-    if scheme == "ws" and (error is None or not _HTTP_STATUS.search(str(error))):
-        return (f"; the server at {endpoint} did not answer a WebSocket (HTTP) handshake: is"
-                " it a tcp:// or tls:// server?")
-    return ""
-
-
 def _write(streams: Streams, payload: Payload, output: str) -> None:
     streams.write(format_payload(payload, output))
 
@@ -1035,7 +520,7 @@ async def _interact(reactor, rsocket, args, streams: Streams, data, metadata) ->
                                         **options)
         await _print_stream(stream, args, streams)
     elif command == "channel":
-        lines = _lines(reactor, args.data, streams.stdin)
+        lines = source_lines(reactor, args.data, streams.stdin)
         try:
             first = await lines.__anext__()
         except StopAsyncIteration:
@@ -1095,24 +580,20 @@ async def _serve(reactor, args: argparse.Namespace, streams: Streams) -> int:
     return EXIT_OK  # pragma: no cover
 
 
-async def _execute(
-    reactor, args: argparse.Namespace, streams: Streams, interrupted=lambda: False
-) -> int:
+async def execute(reactor, args: argparse.Namespace, streams: Streams,
+                  interrupted=lambda: False) -> int:
+    """Run a validated RSocket command on a running reactor
+    (:attr:`rsocket_tx.faces.clikit.Face.execute`).
+
+    :param reactor: the reactor.
+    :param args: from :func:`validate`.
+    :param streams: the command's standard streams.
+    :param interrupted: true once the reactor is stopping (a failure then exits 130, quietly).
+    :returns: the exit status (see the module docstring); ``serve`` returns only if it cannot
+        start.
+    """
     if args.command == "serve":
         return await _serve(reactor, args, streams)
-    if args.command == "jini":
-        from ..jini.cli import execute as execute_jini
-
-        return await execute_jini(reactor, args, streams.stdin, streams.stdout, streams.stderr)
-    if args.command == "rsnet":
-        from ..rsnet.cli import execute as execute_rsnet
-
-        return await execute_rsnet(reactor, args, streams.stdin, streams.stdout, streams.stderr)
-    if args.command == "rs2015":
-        from ..reactivesocket.cli import execute as execute_rs2015
-
-        return await execute_rs2015(reactor, args, streams.stdin, streams.stdout,
-                                    streams.stderr)
 
     def failed(error: BaseException) -> int:
         if interrupted():
@@ -1121,46 +602,6 @@ async def _execute(
 
     return await await_command(reactor, Deferred.fromCoroutine(_client(reactor, args, streams)),
                                args.timeout, streams, failed)
-
-
-async def await_command(reactor, work: Deferred, timeout: float | None, streams: Streams,
-                        failed: Callable[[BaseException], int]) -> int:
-    """Wait for a command's ``work`` under its ``--timeout``.
-
-    :param reactor: the reactor.
-    :param work: the command, a Deferred firing with its exit status.
-    :param timeout: seconds after which ``work`` is cancelled (``None``: no limit).
-    :param streams: where "timed out after N seconds" is reported.
-    :param failed: called with the error when ``work`` fails (before the time is up); returns
-        the exit status, or raises.
-    :returns: the exit status: ``work``'s, ``failed``'s, or :data:`EXIT_TIMEOUT`.
-    """
-    timed_out = False
-    timer = None
-    if timeout is not None:
-
-        def expire() -> None:
-            nonlocal timed_out
-            timed_out = True
-            work.cancel()
-
-        timer = reactor.callLater(timeout, expire)
-    try:
-        status = await work
-    except BaseException as e:
-        if timed_out:
-            return _timed_out(timeout, streams)
-        return failed(e)
-    finally:
-        if timer is not None and timer.active():
-            timer.cancel()
-    return _timed_out(timeout, streams) if timed_out else status
-
-
-def _timed_out(timeout: float, streams: Streams) -> int:
-    seconds = f"{timeout:g}"
-    streams.error(f"timed out after {seconds} second{'s' if seconds != '1' else ''}")
-    return EXIT_TIMEOUT
 
 
 def _exit_status_for(error: BaseException, streams: Streams) -> int:
@@ -1187,172 +628,5 @@ def _exit_status_for(error: BaseException, streams: Streams) -> int:
     raise error
 
 
-def exit_status_for(error: BaseException, endpoint: str, streams: Streams,
-                    protocol_status: Callable[[BaseException], int | None] | None = None,
-                    ) -> int:
-    """Report a protocol command's ``error`` on stderr and return its exit status (the
-    commands of :mod:`rsocket_tx.jini.cli`, :mod:`rsocket_tx.rsnet.cli` and
-    :mod:`rsocket_tx.reactivesocket.cli`).
-
-    A broken pipe (the reader of our output went away: ``| head``) is :data:`EXIT_OK`, quietly;
-    a TLS failure :data:`EXIT_CONNECTION`; then ``protocol_status(error)`` decides, if it
-    returns a status (having reported the error); then a failure to connect to ``endpoint``
-    and a lost connection are :data:`EXIT_CONNECTION`, a cancel :data:`EXIT_INTERRUPTED`.
-
-    :param error: what the command's work failed with.
-    :param endpoint: the endpoint as the user typed it (for "cannot connect to ...").
-    :param streams: the command's :class:`Streams`.
-    :param protocol_status: the protocol's own errors: a status, or None for the rest.
-    :returns: the exit status.
-    :raises BaseException: ``error`` itself when it is none of these (a bug).
-    """
-    if isinstance(error, BrokenPipeError):
-        return EXIT_OK
-    if isinstance(error, TLSError):
-        streams.error(str(error))
-        return EXIT_CONNECTION
-    if protocol_status is not None:
-        status = protocol_status(error)
-        if status is not None:
-            return status
-    if isinstance(error, (internet_error.ConnectError, internet_error.DNSLookupError)):
-        streams.error(f"cannot connect to {endpoint}: {error}")
-        return EXIT_CONNECTION
-    if isinstance(error, (internet_error.ConnectionDone, internet_error.ConnectionLost,
-                          OSError)):
-        streams.error(f"connection lost: {error}")
-        return EXIT_CONNECTION
-    if isinstance(error, CancelledError):
-        streams.error("cancelled")
-        return EXIT_INTERRUPTED
-    raise error
-
-
-def run(reactor, argv: list[str], *, stdin=None, stdout=None, stderr=None) -> Deferred:
-    """Run one ``rsocket-tx`` command on a running reactor (for tests and embedding).
-
-    :param reactor: the reactor.
-    :param argv: the arguments, without the program name.
-    :param stdin: binary file for ``-`` inputs (default ``sys.stdin.buffer``).
-    :param stdout: binary file the payloads are written to (default ``sys.stdout.buffer``).
-    :param stderr: text file for messages and ``--debug`` (default ``sys.stderr``).
-    :returns: a Deferred firing with the exit status (see the module docstring); ``serve``
-        only fires if it cannot start.
-    """
-    streams = Streams(
-        stdin if stdin is not None else sys.stdin.buffer,
-        stdout if stdout is not None else sys.stdout.buffer,
-        stderr if stderr is not None else sys.stderr,
-        secrets_in(argv),
-    )
-    args = _parse_or_status(argv, streams.stderr, streams.stdout)
-    if isinstance(args, int):
-        return succeed(args)
-    return Deferred.fromCoroutine(_execute(reactor, args, streams))
-
-
-def _parse_or_status(argv: list[str], stderr, stdout) -> argparse.Namespace | int:
-    """Parse ``argv``; on a usage error, ``--help`` or ``--version``, report and return the
-    exit status (``stdout``: a binary file, for ``--version``)."""
-    try:
-        return parse_args(argv)
-    except UsageError as e:
-        stderr.write(e.usage)
-        stderr.write(f"{PROG}: error: {e}\n")
-        return EXIT_USAGE
-    except _Exit as e:  # --help (argparse printed it) or an argparse exit with a message
-        if e.message and e.stdout:
-            stdout.write(e.message.encode())
-            stdout.flush()
-        elif e.message:
-            stderr.write(e.message)
-        return e.status
-
-
-def _is_server(args: argparse.Namespace) -> bool:
-    return args.command == "serve" or "serve" in (
-        getattr(args, "jini_command", None), getattr(args, "rsnet_command", None),
-        getattr(args, "rs2015_command", None))
-
-
-def log_level(args: argparse.Namespace) -> LogLevel:
-    """The least level of the log lines (:mod:`twisted.logger`) written on standard error:
-    a server command's log is its output (info; debug with ``--debug``); a client command
-    writes its own messages, so library lines show only with ``--debug`` (and a critical
-    one, an unhandled error, always).
-
-    :param args: the parsed command line.
-    """
-    debug = bool(getattr(args, "debug", False))
-    if _is_server(args):
-        return LogLevel.debug if debug else LogLevel.info
-    return LogLevel.debug if debug else LogLevel.critical
-
-
-def _begin_logging(args: argparse.Namespace, secrets: list[str]) -> None:
-    stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
-    observer = FilteringLogObserver(
-        textFileLogObserver(stderr),
-        [LogLevelFilterPredicate(defaultLogLevel=log_level(args))],
-    )
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The ``rsocket-tx`` console script: parse ``argv`` (default ``sys.argv[1:]``), run the
-    command under :func:`twisted.internet.task.react`, exit with its status.
-
-    :raises SystemExit: always.
-    """
-    from twisted.internet.task import react
-
-    argv = sys.argv[1:] if argv is None else argv
-    secrets = secrets_in(argv)
-    stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
-    args = _parse_or_status(argv, stderr, sys.stdout.buffer)
-    if isinstance(args, int):
-        raise SystemExit(args)
-    _begin_logging(args, secrets)
-
-    state = {"finished": False, "interrupted": False}
-
-    def on_shutdown() -> None:
-        if not state["finished"]:
-            state["interrupted"] = True
-
-    async def react_main(reactor) -> None:
-        reactor.addSystemEventTrigger("before", "shutdown", on_shutdown)
-        streams = Streams(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, secrets)
-        status = await _execute(reactor, args, streams, lambda: state["interrupted"])
-        state["finished"] = True
-        if status != EXIT_OK:
-            raise SystemExit(status)
-
-    try:
-        react(react_main)
-    except SystemExit as e:
-        code = e.code
-        if state["interrupted"] and args.command != "serve":
-            sys.stderr.write(f"{PROG}: interrupted\n")
-            code = EXIT_INTERRUPTED
-        _silence_broken_stdout()
-        raise SystemExit(code) from None
-
-
-def _silence_broken_stdout() -> None:
-    # If the reader of stdout went away, Python's final flush would print a BrokenPipeError.
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-if __name__ == "__main__":
-    # python -m rsocket_tx.faces.cli: run the module imported under its own name (the copy
-    # running as __main__ would be a second one, with classes of its own)
-    from rsocket_tx.faces.cli import main as main_of_the_module
-
-    main_of_the_module()
+#: RSocket's commands, as :mod:`rsocket_tx.faces.main` gathers them.
+FACE = Face(add_commands=add_commands, validate=validate, execute=execute, is_server=is_server)

@@ -49,7 +49,14 @@ from ..transports.oneport import (
     OnePortConfig,
     OnePortFactory,
 )
-from .serving import ListenOptions, ServerService, SettingsError, parse_int_option, parse_listen
+from .serving import (
+    ListenOptions,
+    ServerService,
+    SettingsError,
+    metrics_module,
+    parse_int_option,
+    parse_listen,
+)
 
 __all__ = [
     "Options",
@@ -280,8 +287,6 @@ def build_service(settings: MuxServerSettings, reactor=None) -> MuxServerService
     service = MuxServerService(settings, factory, services)
     for protocol in settings.protocols:
         if protocol.metrics is not None:  # --protocol 'rsocket --metrics ENDPOINT'
-            from .tap import metrics_module
-
             metrics_module().install_metrics(service, protocol.metrics, reactor=reactor,
                                              factory=services[protocol.name].factory)
     service.listen_on(reactor, settings.listen, server_endpoint)

@@ -1,5 +1,8 @@
-"""What the server faces of every protocol share: ``twistd rsocket`` and ``rsocket-tx serve``
-(:mod:`rsocket_tx.faces.tap`), ``twistd jini-mux`` (:mod:`rsocket_tx.jini.tap`).
+"""The face kit's twistd side (DESIGN §2): what the server faces of every protocol share --
+``twistd rsocket`` and ``rsocket-tx serve`` (:mod:`rsocket_tx.faces.tap`), ``twistd jini-mux``
+(:mod:`rsocket_tx.jini.tap`), ``twistd rsnet`` (:mod:`rsocket_tx.rsnet.tap`), ``twistd rs2015``
+(:mod:`rsocket_tx.reactivesocket.tap`) and ``twistd mux`` (:mod:`rsocket_tx.faces.mux`). It
+imports no face; the command-line side of the kit is :mod:`rsocket_tx.faces.clikit`.
 
 Nothing here knows a protocol: a face passes in its endpoint parser, its factory and the names
 it logs under.
@@ -11,7 +14,9 @@ it logs under.
   repeatable ``--listen``/``-l``;
 * :class:`ServerService` -- one factory served on several endpoints: a failed listen fails the
   start (and stops the endpoints already listening), ``stopService`` closes the connections
-  gracefully; :class:`EndpointService` and :class:`ObservedEndpoint` are its parts.
+  gracefully; :class:`EndpointService` and :class:`ObservedEndpoint` are its parts;
+* :func:`metrics_module` -- :mod:`rsocket_tx.metrics` for ``--metrics``, or a usage error
+  naming the extra to install.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ __all__ = [
     "ObservedEndpoint",
     "EndpointService",
     "ServerService",
+    "metrics_module",
+    "METRICS_INSTALL_HINT",
 ]
 
 log = Logger()
@@ -683,3 +690,24 @@ class ServerService(MultiService):
                          consumeErrors=True)
         return d.addCallbacks(lambda results: [port for _, port in results],
                               lambda failure: failure.value.subFailure)
+
+
+#: What to run when ``--metrics`` is given without its optional dependency.
+METRICS_INSTALL_HINT = "pip install 'rsocket_tx[metrics]'"
+
+
+def metrics_module():
+    """:mod:`rsocket_tx.metrics`, imported only when ``--metrics`` is given (it needs the
+    ``metrics`` extra).
+
+    :raises usage.UsageError: ``prometheus_client`` is not installed (the message names the
+        extra to install: :data:`METRICS_INSTALL_HINT`).
+    """
+    try:
+        from .. import metrics
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] != "prometheus_client":
+            raise
+        raise usage.UsageError(f"--metrics needs prometheus_client, which is not installed: "
+                               f"{METRICS_INSTALL_HINT}") from None
+    return metrics

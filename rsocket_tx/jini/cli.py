@@ -22,8 +22,10 @@ request (its *Abort*: the message says whether the request may have been process
 usage or unreadable input; 3 cannot connect, or the connection ended (lost, the server's
 *Error* or *Shutdown*); 4 ``--timeout`` expired; 130 interrupted.
 
-The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.cli`), which calls
-:func:`add_parser`, :func:`validate` and :func:`execute`.
+The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.main`), which calls
+:func:`add_parser`, :func:`validate` and :func:`execute` through :data:`FACE`. The plumbing
+shared with the other protocols' commands is the face kit's (:mod:`rsocket_tx.faces.clikit`);
+this face imports no other face.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ import argparse
 
 from twisted.internet.defer import Deferred, DeferredSemaphore
 
-from ..faces.cli import (
+from ..faces.clikit import (
     EXIT_CONNECTION,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_USAGE,
+    Face,
     Streams,
     UsageError,
     add_payload_arguments,
@@ -57,6 +60,7 @@ from .errors import (
 from .tap import CONFIG_OPTIONS, client_endpoint, parse_config
 
 __all__ = [
+    "FACE",
     "add_parser",
     "validate",
     "execute",
@@ -170,7 +174,7 @@ def _validate(args: argparse.Namespace) -> None:
 # -- output ----------------------------------------------------------------------------------
 
 
-#: Render one response for standard output (:func:`rsocket_tx.faces.cli.format_data`).
+#: Render one response for standard output (:func:`rsocket_tx.faces.clikit.format_data`).
 format_response = format_data
 
 
@@ -263,3 +267,13 @@ def _jini_status(error: BaseException, out: Streams) -> int | None:
         out.error(f"error: {error}")
         return EXIT_CONNECTION
     return None
+
+
+#: ``rsocket-tx jini``, as :mod:`rsocket_tx.faces.main` gathers it (no command of it serves).
+FACE = Face(
+    add_commands=lambda commands: {"jini": add_parser(commands)},
+    validate=validate,
+    execute=lambda reactor, args, streams, interrupted: execute(
+        reactor, args, streams.stdin, streams.stdout, streams.stderr),
+    is_server=lambda args: False,
+)

@@ -23,8 +23,10 @@ Exit status (as for the other ``rsocket-tx`` commands): 0 success; 1 the server 
 ERROR or SETUP_ERROR; 2 bad usage or unreadable input; 3 cannot connect, or the connection
 ended; 4 ``--timeout`` expired; 130 interrupted.
 
-The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.cli`), which calls
-:func:`add_parser`, :func:`validate` and :func:`execute`.
+The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.main`), which calls
+:func:`add_parser`, :func:`validate` and :func:`execute` through :data:`FACE`. The plumbing
+shared with the other protocols' commands is the face kit's (:mod:`rsocket_tx.faces.clikit`);
+this face imports no other face.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from twisted.internet.defer import Deferred
 from ..core.config import ConnectionConfig
 from ..core.errors import ConnectionLostError, RSocketError
 from ..core.payload import Payload
-from ..faces.cli import (
+from ..faces.clikit import (
     EXIT_CONNECTION,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_USAGE,
     PAYLOAD_SOURCES,
+    Face,
     Streams,
     UsageError,
     add_payload_arguments,
@@ -56,7 +59,7 @@ from ..faces.cli import (
 from ..faces.serving import SettingsError, load_class, parse_int_option
 from ..responder import Responder
 
-__all__ = ["COMMANDS", "add_parser", "execute", "validate"]
+__all__ = ["FACE", "COMMANDS", "add_parser", "execute", "validate"]
 
 #: The client commands and what they do.
 COMMANDS = {
@@ -251,3 +254,13 @@ def _rs2015_status(error: BaseException, out: Streams) -> int | None:
         out.error(f"error: {error.message}")
         return EXIT_RSOCKET_ERROR
     return None
+
+
+#: ``rsocket-tx rs2015``, as :mod:`rsocket_tx.faces.main` gathers it.
+FACE = Face(
+    add_commands=lambda commands: {"rs2015": add_parser(commands)},
+    validate=validate,
+    execute=lambda reactor, args, streams, interrupted: execute(
+        reactor, args, streams.stdin, streams.stdout, streams.stderr),
+    is_server=lambda args: args.rs2015_command == "serve",
+)

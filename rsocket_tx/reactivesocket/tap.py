@@ -10,14 +10,16 @@ Usage::
 
 The draft is served by the RSocket :class:`~rsocket_tx.responder.Responder` API
 (:class:`~rsocket_tx.reactivesocket.protocol.ReactiveSocketServerFactory` takes the same
-:class:`~rsocket_tx.core.config.ConnectionConfig`), so this face is ``twistd rsocket``'s
-(:mod:`rsocket_tx.faces.tap`) with the options the draft has no use for left out:
+:class:`~rsocket_tx.core.config.ConnectionConfig`), so this face takes ``twistd rsocket``'s
+settings (:mod:`rsocket_tx.faces.rsocket_settings`, which the two faces share; this one imports
+no other face) with the options the draft has no use for left out:
 
-* :data:`SERVER_OPTIONS` -- ``twistd rsocket``'s :data:`~rsocket_tx.faces.tap.SERVER_OPTIONS`
+* :data:`SERVER_OPTIONS` -- ``twistd rsocket``'s
+  :data:`~rsocket_tx.faces.rsocket_settings.SERVER_OPTIONS`
   less :data:`RSOCKET_ONLY` (keepalive and max lifetime limits: the draft has no KEEPALIVE and
   its SETUP no max lifetime; resume: it has no RESUME) and less the ``--resume`` switch;
 * :func:`parse_server_settings` -- strings in, a validated
-  :class:`~rsocket_tx.faces.tap.ServerSettings` out (the ``rs2015+`` URIs accepted in
+  :class:`~rsocket_tx.faces.rsocket_settings.ServerSettings` out (the ``rs2015+`` URIs accepted in
   ``--listen``);
 * :func:`build_service` -- settings in, a :class:`ReactiveSocketServerService` out; ``twistd
   mux --protocol 'rs2015 ...'`` (:mod:`rsocket_tx.faces.mux`) calls it too.
@@ -35,9 +37,10 @@ from typing import Any
 from twisted.logger import Logger
 from twisted.python import usage
 
-from ..faces import tap as rsocket_tap
+from ..faces import rsocket_settings
+from ..faces.framelog import make_frame_logger
+from ..faces.rsocket_settings import DEBUG_HELP, ResponderArgOption, ServerOption, ServerSettings
 from ..faces.serving import ListenOptions, ServerService, parse_listen
-from ..faces.tap import ServerOption, ServerSettings
 from .client import server_endpoint, transport_spec
 
 __all__ = [
@@ -70,7 +73,7 @@ RSOCKET_ONLY = frozenset({
 #: The options with a value of ``twistd rs2015``: ``twistd rsocket``'s, less
 #: :data:`RSOCKET_ONLY` (same names, units, defaults and checks).
 SERVER_OPTIONS: tuple[ServerOption, ...] = tuple(
-    option for option in rsocket_tap.SERVER_OPTIONS if option.name not in RSOCKET_ONLY)
+    option for option in rsocket_settings.SERVER_OPTIONS if option.name not in RSOCKET_ONLY)
 
 LISTEN_HELP = (
     "endpoint to listen on: a Twisted endpoint string (tcp:7070, tcp:7070:interface=127.0.0.1,"
@@ -90,11 +93,12 @@ def parse_server_settings(*, listen: Iterable[str] | None = None, debug: bool = 
         ``rs2015+ws://`` and ``rs2015+wss://`` among them (``None`` or empty:
         :data:`DEFAULT_LISTEN`).
     :param debug: log every frame sent and received (the draft's frames).
-    :param options: the :data:`SERVER_OPTIONS` by :attr:`~rsocket_tx.faces.tap.ServerOption.attr`
+    :param options: the :data:`SERVER_OPTIONS` by
+        :attr:`~rsocket_tx.faces.rsocket_settings.ServerOption.attr`
         (``responder="pkg.mod:Class"``, ``drain_timeout="5000"``...), in the units and ranges
-        of :func:`rsocket_tx.faces.tap.parse_server_settings`.
-    :returns: the :class:`~rsocket_tx.faces.tap.ServerSettings` (``resume`` False, the settings
-        of :data:`RSOCKET_ONLY` at their defaults; ``listen`` as given).
+        of :func:`rsocket_tx.faces.rsocket_settings.parse_server_settings`.
+    :returns: the :class:`~rsocket_tx.faces.rsocket_settings.ServerSettings` (``resume``
+        False, the settings of :data:`RSOCKET_ONLY` at their defaults; ``listen`` as given).
     :raises SettingsError: (a :class:`ValueError`) naming the first invalid option.
     :raises TypeError: an unknown keyword argument, or one of :data:`RSOCKET_ONLY`.
     """
@@ -102,7 +106,7 @@ def parse_server_settings(*, listen: Iterable[str] | None = None, debug: bool = 
     if unknown:
         raise TypeError(f"unknown settings of the 2015 draft: {', '.join(unknown)}")
     specs = parse_listen(listen, DEFAULT_LISTEN, server_endpoint)
-    settings = rsocket_tap.parse_server_settings(
+    settings = rsocket_settings.parse_server_settings(
         listen=[transport_spec(spec) for spec in specs], debug=debug, **options)
     return dataclasses.replace(settings, listen=specs)
 
@@ -115,7 +119,8 @@ class ReactiveSocketServerService(ServerService):
     "ReactiveSocket 2015 server".
 
     :ivar factory: the server factory.
-    :ivar settings: the :class:`~rsocket_tx.faces.tap.ServerSettings` it was built from.
+    :ivar settings: the :class:`~rsocket_tx.faces.rsocket_settings.ServerSettings` it was
+        built from.
     """
 
     def __init__(self, settings: ServerSettings, factory: Any) -> None:
@@ -142,16 +147,17 @@ def build_service(settings: ServerSettings, reactor: Any = None) -> ReactiveSock
         reactor=reactor,
         config=settings.connection_config(),
         lease_policy=settings.make_lease_policy(),
-        frame_logger=rsocket_tap.make_frame_logger() if settings.debug else None,
+        frame_logger=make_frame_logger() if settings.debug else None,
     )
     service = ReactiveSocketServerService(settings, factory)
     service.listen_on(reactor, settings.listen, server_endpoint)
     return service
 
 
-class Options(ListenOptions):
+class Options(ResponderArgOption, ListenOptions):
     """``twistd rs2015`` options (generated from :data:`SERVER_OPTIONS`). After parsing,
-    ``self["settings"]`` holds the validated :class:`~rsocket_tx.faces.tap.ServerSettings`."""
+    ``self["settings"]`` holds the validated
+    :class:`~rsocket_tx.faces.rsocket_settings.ServerSettings`."""
 
     listen_help = LISTEN_HELP
     longdesc = (
@@ -159,16 +165,13 @@ class Options(ListenOptions):
         " responder: echo request-response, count request-stream and request-sub, log"
         " fire-and-forget and metadata-push)."
     )
-    optFlags = [["debug", None, rsocket_tap.DEBUG_HELP]]
+    optFlags = [["debug", None, DEBUG_HELP]]
     optParameters = [[o.name, None, None, o.help] for o in SERVER_OPTIONS if not o.repeatable]
     compData = usage.Completions(optActions={"listen": usage.CompleteList([DEFAULT_LISTEN])})
 
     def __init__(self) -> None:
         super().__init__()
         self.update({o.name: [] for o in SERVER_OPTIONS if o.repeatable})
-
-    # ``--responder-arg KEY=VALUE``, repeatable: twistd rsocket's own handler
-    opt_responder_arg = rsocket_tap.Options.opt_responder_arg
 
     def parse_settings(self) -> ServerSettings:
         return parse_server_settings(listen=self["listen"], debug=bool(self["debug"]),

@@ -31,8 +31,10 @@ Exit status (as for the other ``rsocket-tx`` commands): 0 success; 1 the publish
 *onError* (printed); 2 bad usage or unreadable input; 3 cannot connect, or the connection
 ended; 4 ``--timeout`` expired; 130 interrupted.
 
-The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.cli`), which calls
-:func:`add_parser`, :func:`validate` and :func:`execute`.
+The command is part of ``rsocket-tx`` (:mod:`rsocket_tx.faces.main`), which calls
+:func:`add_parser`, :func:`validate` and :func:`execute` through :data:`FACE`. The plumbing
+shared with the other protocols' commands is the face kit's (:mod:`rsocket_tx.faces.clikit`);
+this face imports no other face.
 """
 
 from __future__ import annotations
@@ -42,12 +44,13 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from ..faces.cli import (
+from ..faces.clikit import (
     EXIT_CONNECTION,
     EXIT_OK,
     EXIT_RSOCKET_ERROR,
     EXIT_TIMEOUT,
     EXIT_USAGE,
+    Face,
     Streams,
     UsageError,
     add_payload_arguments,
@@ -63,7 +66,7 @@ from .errors import ConnectionClosedError, RSNetError, SubscriptionError
 from .publishers import DEFAULT_WINDOW
 from .tap import CONFIG_OPTIONS, parse_config
 
-__all__ = ["add_parser", "validate", "execute", "read_lines", "EXIT_ON_ERROR"]
+__all__ = ["FACE", "add_parser", "validate", "execute", "read_lines", "EXIT_ON_ERROR"]
 
 #: The publisher sent *onError* (exit status; RSocket's commands use it for an ERROR).
 EXIT_ON_ERROR = EXIT_RSOCKET_ERROR
@@ -279,3 +282,13 @@ def _rsnet_status(error: BaseException, out: Streams) -> int | None:
         out.error(f"error: {error}")
         return EXIT_CONNECTION
     return None
+
+
+#: ``rsocket-tx rsnet``, as :mod:`rsocket_tx.faces.main` gathers it (no command of it serves).
+FACE = Face(
+    add_commands=lambda commands: {"rsnet": add_parser(commands)},
+    validate=validate,
+    execute=lambda reactor, args, streams, interrupted: execute(
+        reactor, args, streams.stdin, streams.stdout, streams.stderr),
+    is_server=lambda args: False,
+)

@@ -14,7 +14,8 @@ from twisted.internet.endpoints import TCP4ServerEndpoint
 from twisted.internet.protocol import Factory, Protocol
 from twisted_support import run_command, wait
 
-from rsocket_tx.faces.cli import format_data, parse_args
+from rsocket_tx.faces.cli import format_data
+from rsocket_tx.faces.main import parse_args
 from rsocket_tx.jini import tap
 from rsocket_tx.jini.cli import format_response
 from rsocket_tx.jini.config import JiniMuxConfig
@@ -23,7 +24,7 @@ from rsocket_tx.jini.server import Dispatcher, serve
 from .test_tap import spawn
 
 aio = pytest_twisted.ensureDeferred
-CLI = "from rsocket_tx.faces.cli import main; main()"
+CLI = "from rsocket_tx.faces.main import main; main()"
 
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -248,7 +249,7 @@ async def test_bad_endpoint_or_input_exits_2(argv, message):
 
 
 def test_rsocket_tx_help_lists_jini():
-    from rsocket_tx.faces.cli import build_parser
+    from rsocket_tx.faces.main import build_parser
 
     assert "jini" in build_parser().format_help()
 

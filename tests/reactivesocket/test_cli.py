@@ -18,8 +18,8 @@ from rsocket_tx.faces.cli import (
     EXIT_RSOCKET_ERROR,
     EXIT_USAGE,
     UsageError,
-    parse_args,
 )
+from rsocket_tx.faces.main import parse_args
 from rsocket_tx.reactivesocket import ReactiveSocketServerFactory
 from rsocket_tx.reactivesocket.client import server_endpoint
 from rsocket_tx.responder import Responder

@@ -12,7 +12,7 @@ from tlscerts import make_tls_files
 from twisted.internet import defer, reactor
 from twisted_support import run_command
 
-from rsocket_tx.faces.cli import parse_args
+from rsocket_tx.faces.main import parse_args
 from rsocket_tx.rsnet import codec as C
 from rsocket_tx.rsnet.cli import read_lines
 from rsocket_tx.rsnet.config import RSNetConfig
@@ -25,7 +25,7 @@ from .test_faces_tap import spawn
 from .twisted_helpers import wait, wire_server
 
 aio = pytest_twisted.ensureDeferred
-CLI = "from rsocket_tx.faces.cli import main; main()"
+CLI = "from rsocket_tx.faces.main import main; main()"
 
 
 # -- arguments -----------------------------------------------------------------------------------
