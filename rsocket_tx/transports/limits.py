@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
@@ -271,7 +271,13 @@ def counted_transport(transport: Any) -> Any:
     return transport
 
 
-class CountingFactory(WrappingFactory):
+if TYPE_CHECKING:
+    _CountingBase = WrappingFactory[_CountedConnection]
+else:  # WrappingFactory is generic from Twisted 24 on; setup.cfg accepts Twisted 23.10
+    _CountingBase = WrappingFactory
+
+
+class CountingFactory(_CountingBase):
     """Counts the connections of ``wrapped`` (any server factory, e.g. a twisted.web ``Site``)
     in ``limit`` from the moment they are accepted to the moment their transport is lost,
     whatever the protocol does with its transport in between (a WebSocket upgrade hands it to
