@@ -391,7 +391,8 @@ class ReconnectingRSocket:
         self._attempt = None
         if self._state is ReconnectState.CLOSED:
             return
-        error: BaseException = failure.value  # type: ignore[assignment]
+        error = failure.value
+        assert error is not None  # (an errback's Failure holds its exception)
         if failure.check(DeferredTimeoutError):  # connect_timeout cancelled the attempt
             error = DeferredTimeoutError(f"the connection attempt took longer than "
                                          f"{self.connect_timeout} ms (connect_timeout)")

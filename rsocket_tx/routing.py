@@ -40,9 +40,11 @@ Handlers take a :class:`Request` (plus the path variables) and return what the p
 
 from __future__ import annotations
 
+import enum
 import re
 import weakref
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
+from typing import Any, Final
 
 from twisted.internet.defer import Deferred, ensureDeferred
 
@@ -186,11 +188,13 @@ class Router:
 
     __slots__ = ("_exact", "_patterns", "_fallback")
 
-    def __init__(self, members: dict[str, object]) -> None:
-        self._exact: dict[str, dict[str, tuple]] = {i: {} for i in INTERACTIONS}
-        self._patterns: dict[str, list[tuple[_Pattern, Callable]]] = {i: [] for i in
-                                                                      INTERACTIONS}
-        self._fallback: dict[str, Callable] = {}
+    def __init__(self, members: Mapping[str, Callable[..., object]]) -> None:
+        self._exact: dict[str, dict[str, Callable[..., object]]] = {
+            i: {} for i in INTERACTIONS}
+        #: interaction -> [(pattern text, its regex, function)], in declaration order
+        self._patterns: dict[str, list[tuple[str, re.Pattern[str], Callable[..., object]]]] = {
+            i: [] for i in INTERACTIONS}
+        self._fallback: dict[str, Callable[..., object]] = {}
         owners: dict[tuple[str, str], str] = {}
         for name, fn in members.items():
             for pattern, interaction in getattr(fn, _ROUTES_ATTR, ()):
@@ -203,7 +207,7 @@ class Router:
                 if compiled.regex is None:
                     self._exact[interaction][pattern] = fn
                 else:
-                    self._patterns[interaction].append((compiled, fn))
+                    self._patterns[interaction].append((compiled.text, compiled.regex, fn))
             for interaction in getattr(fn, _FALLBACK_ATTR, ()):
                 if interaction in self._fallback:
                     raise TypeError(f"two fallbacks serve {_spoken(interaction)}: "
@@ -227,7 +231,7 @@ class Router:
 
     def routes(self) -> dict[str, list[str]]:
         """The declared route patterns per interaction (for documentation and logs)."""
-        return {i: list(self._exact[i]) + [p.text for p, _ in self._patterns[i]]
+        return {i: list(self._exact[i]) + [text for text, _, _ in self._patterns[i]]
                 for i in INTERACTIONS}
 
     def find(self, interaction: str, name: str | None) -> tuple[str, Callable,
@@ -245,10 +249,10 @@ class Router:
         fn = self._exact[interaction].get(name)
         if fn is not None:
             return name, fn, {}
-        for pattern, fn in self._patterns[interaction]:
-            m = pattern.regex.fullmatch(name)
+        for text, regex, fn in self._patterns[interaction]:
+            m = regex.fullmatch(name)
             if m is not None:
-                return pattern.text, fn, m.groupdict()
+                return text, fn, m.groupdict()
         return None
 
     def pattern(self, interaction: str, name: str | None) -> str | None:
@@ -279,7 +283,7 @@ class Router:
 
     def _known(self, interaction: str, name: str) -> bool:
         return name in self._exact[interaction] or any(
-            p.regex.fullmatch(name) for p, _ in self._patterns[interaction])
+            regex.fullmatch(name) for _, regex, _ in self._patterns[interaction])
 
     def dispatch(self, responder, interaction: str, payload: Payload, inbound=None):
         """Serve one request: parse its metadata, match its route, authenticate, call the
@@ -389,11 +393,11 @@ class Request:
         self.metadata = metadata
         self.variables = variables
         self.inbound = inbound
-        self.principal = None
+        self.principal: Any = None  # (what the application's authenticator says)
         self.route_pattern: str | None = None
-        self._data = _UNSET
+        self._data: object = _UNSET
         self._response_mime: str | None = None
-        self._response_metadata = _UNSET
+        self._response_metadata: bytes | None | _Unset = _UNSET
 
     @property
     def route(self) -> str | None:
@@ -527,4 +531,9 @@ class Request:
                 f"variables={self.variables!r}, principal={self.principal!r})")
 
 
-_UNSET = object()
+class _Unset(enum.Enum):
+    UNSET = enum.auto()
+
+
+#: "not computed yet" (a Request's decoded data and response metadata; None is a value)
+_UNSET: Final = _Unset.UNSET

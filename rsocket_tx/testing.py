@@ -90,7 +90,7 @@ class ConnectedPair:
         """Deliver every byte both sides have written, and what they write in reply, until
         neither has anything left to send (timers due now run too; the clock does not
         move)."""
-        self.pump.flush()  # type: ignore[no-untyped-call]
+        self.pump.flush()
 
     def advance(self, seconds: float) -> None:
         """Move the clock ``seconds`` forward (keepalive, timeouts, lease expiry, drain), then
@@ -124,7 +124,7 @@ class ConnectedPair:
         if isinstance(value, Failure):
             d.addErrback(lambda _: None)  # raised here: not an "unhandled error" later
             value.raiseException()
-        return value  # type: ignore[no-any-return]
+        return value
 
     def close(self) -> None:
         """Close the connection from the client at once (open streams fail with
