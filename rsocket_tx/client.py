@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IProtocol
+from twisted.internet.interfaces import IProtocol, IStreamClientEndpoint
 from twisted.python.failure import Failure
 
 from .core.config import DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_MAX_LIFETIME, ConnectionConfig
@@ -98,16 +98,17 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
     return setup
 
 
-def connect(endpoint, *, reactor=None, responder: Responder | None = None,
+def connect(endpoint: str | IStreamClientEndpoint, *, reactor: Any = None,
+            responder: Responder | None = None,
             setup_payload: Payload | None = None,
             data_mime_type: str = "application/octet-stream",
             metadata_mime_type: str = "application/octet-stream",
             config: ConnectionConfig | None = None,
-            frame_logger: Callable | None = None,
+            frame_logger: Callable[[str, Any], None] | None = None,
             auth: Credentials | None = None,
             resume: bool = False, resume_token: bytes | None = None,
             lease: bool | LeasePolicy = False, interceptors: Iterable[Interceptor] = (),
-            **settings) -> Deferred[RSocket]:
+            **settings: Any) -> Deferred[RSocket]:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     The connection's settings are one :class:`~rsocket_tx.core.config.ConnectionConfig`
