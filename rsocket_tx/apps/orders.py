@@ -117,6 +117,7 @@ class OrderService(Responder):
     @route("orders.bulk", interaction="request_channel")
     async def bulk(self, request: Request):
         yield self.book.create(request.data, request.principal)
+        assert request.inbound is not None  # (a channel's request has its inbound stream)
         async for payload in request.inbound:
             yield self.book.create(request.decode(payload), request.principal)
 
