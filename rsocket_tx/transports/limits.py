@@ -254,7 +254,7 @@ class _CountedConnection(ProtocolWrapper):
     def connectionLost(self, reason: Any = None) -> None:  # noqa: N802 - Twisted's name
         limit, self.connection_limit = self.connection_limit, None
         try:
-            super().connectionLost(reason)
+            super().connectionLost(reason)  # type: ignore[no-untyped-call]  # (Twisted)
         finally:
             if limit is not None:
                 limit.release()
@@ -293,7 +293,7 @@ class CountingFactory(_CountingBase):
     noisy = False
 
     def __init__(self, wrapped: Any, limit: ConnectionLimit) -> None:
-        super().__init__(wrapped)
+        super().__init__(wrapped)  # type: ignore[no-untyped-call]  # (Twisted: unannotated)
         self.limit = limit
 
     def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 - Twisted's name
