@@ -48,8 +48,7 @@ from twisted.python import usage
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-#: the base class :func:`load_class` and :func:`named_class` check for
-T = TypeVar("T")
+_T = TypeVar("_T")  # the base class load_class() and named_class() check for
 
 __all__ = [
     "SettingsError",
@@ -314,7 +313,7 @@ def describe_import_error(module_name: str, error: BaseException) -> str:
     return f"cannot import module {module_name!r}{where}: {message}"
 
 
-def load_class(option: str, spec: str, base: type[T], base_name: str) -> type[T]:
+def load_class(option: str, spec: str, base: type[_T], base_name: str) -> type[_T]:
     """Import the subclass of ``base`` named ``spec`` (see :func:`import_named`).
 
     :param base_name: how the message names ``base`` (``"rsocket_tx.Responder"``).
@@ -329,7 +328,7 @@ def load_class(option: str, spec: str, base: type[T], base_name: str) -> type[T]
     return obj
 
 
-def named_class(option: str, value: object, base: type[T], base_name: str) -> tuple[str, type[T]]:
+def named_class(option: str, value: object, base: type[_T], base_name: str) -> tuple[str, type[_T]]:
     """A class option given as ``package.module:Class`` (imported, :func:`load_class`) or as
     the class itself.
 
