@@ -6,8 +6,8 @@
 #               rsocket-js, rsocket-py, rsocket-java, Spring Boot, rsocket-rust, rsocket-go)
 #   make test   venv + peers, then the whole pytest suite (interop included)
 #   make lint   ruff check .
-#   make typecheck   mypy on the sans-IO layers (rsocket_tx/mux, rsocket_tx/core, the Jini codec
-#               and connection)
+#   make typecheck   mypy (with mypy-zope) on all of rsocket_tx and pyspark_rsocket, strict on
+#               the mux layer and the public API modules (pyproject.toml [tool.mypy])
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
 #               (installs only the package into .venv: no extras, no peers)
@@ -66,13 +66,8 @@ test: venv peers browser chromium
 lint: venv
 	$(VENV)/bin/ruff check .
 
-# the sans-IO layers (no Twisted, time passed in): the mux layer, the RSocket core, the Jini mux
-TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/jini/codec.py \
-	rsocket_tx/jini/connection.py rsocket_tx/jini/config.py rsocket_tx/jini/events.py \
-	rsocket_tx/jini/errors.py rsocket_tx/reactivesocket/frames.py \
-	rsocket_tx/reactivesocket/connection.py rsocket_tx/reactivesocket/errors.py \
-	rsocket_tx/rsnet/__init__.py rsocket_tx/rsnet/codec.py rsocket_tx/rsnet/config.py \
-	rsocket_tx/rsnet/connection.py rsocket_tx/rsnet/events.py rsocket_tx/rsnet/errors.py
+# the whole of both packages; pyproject.toml [tool.mypy] says how strict, per module
+TYPECHECK_PATHS := rsocket_tx pyspark_rsocket
 
 typecheck: venv
 	$(VENV)/bin/mypy $(TYPECHECK_PATHS)

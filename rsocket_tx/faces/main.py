@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.logger import (
@@ -64,14 +65,29 @@ __all__ = [
 FACES: tuple[Face, ...] = (rsocket_face.FACE, jini_face.FACE, rsnet_face.FACE, rs2015_face.FACE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class TopParser(CommandParser):
+    """The ``rsocket-tx`` parser: a :class:`~rsocket_tx.faces.clikit.CommandParser` that knows
+    its commands' parsers and faces.
+
+    :ivar command_parsers: ``dict[str, argparse.ArgumentParser]``: each command's parser (a
+        :class:`~rsocket_tx.faces.clikit.CommandParser`, the subparsers' class).
+    :ivar faces: ``dict[str, Face]``: each command's face.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_parsers: dict[str, argparse.ArgumentParser] = {}
+        self.faces: dict[str, Face] = {}
+
+
+def build_parser() -> TopParser:
     """The ``rsocket-tx`` argument parser (raises :class:`UsageError` instead of exiting), with
     the commands of every face of :data:`FACES`.
 
     Its ``command_parsers`` attribute maps each command to its parser, ``faces`` each command to
     its face.
     """
-    parser = CommandParser(
+    parser = TopParser(
         prog=PROG,
         description="RSocket 1.0 command-line client and server (rsocket_tx, Twisted).",
         epilog=rsocket_face.help_epilog(),
@@ -81,8 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
                                      parser_class=CommandParser)
     commands.required = True
-    parser.command_parsers = {}
-    parser.faces = {}
     for face in FACES:
         for name, sub in face.add_commands(commands).items():
             parser.command_parsers[name] = sub
@@ -111,7 +125,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         message = f"unrecognized arguments: {' '.join(extras)}"
         unknown = next((e for e in extras if e.startswith("--")), None)
         if unknown is not None:
-            message += suggest_option(unknown, sub.all_options())
+            options = sub.all_options() if isinstance(sub, CommandParser) else []
+            message += suggest_option(unknown, options)
         raise UsageError(message, sub.format_usage())
     args.face = parser.faces[args.command]
     try:
@@ -186,7 +201,8 @@ def log_level(args: argparse.Namespace) -> LogLevel:
 def _begin_logging(args: argparse.Namespace, secrets: list[str]) -> None:
     stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
     observer = FilteringLogObserver(
-        textFileLogObserver(stderr),
+        # (its stub asks for an IO; it only writes and flushes: any text file object works)
+        textFileLogObserver(stderr),  # type: ignore[arg-type]
         [LogLevelFilterPredicate(defaultLogLevel=log_level(args))],
     )
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)

@@ -916,8 +916,12 @@ class ReactiveSocketConnection:
         lease = self._lease
         if lease is None:
             return  # without the L flag a LEASE means nothing
-        lease.receive(_lease_from_frame(f), self._now)
-        events.append(LeaseReceived(f))  # type: ignore[arg-type]  # (this draft's LEASE)
+        received = _lease_from_frame(f)
+        lease.receive(received, self._now)
+        # the event in RSocket 1.0's form (ttl in ms), as RSocketProtocol reads it
+        events.append(LeaseReceived(core_frames.LeaseFrame(
+            ttl=received.ttl, number_of_requests=received.number_of_requests,
+            metadata=f.metadata)))
 
     def _on_request(self, f: Frame, events: list[Event]) -> None:
         assert isinstance(f, (RequestResponseFrame, RequestFnfFrame, RequestStreamFrame,

@@ -338,6 +338,12 @@ class ExtFrame(Frame):
 
 # --------------------------------------------------------------------------- encoding
 
+#: the frames with optional metadata (all but METADATA_PUSH, whose metadata is required, and EXT)
+_WITH_METADATA = (SetupFrame, SetupErrorFrame, LeaseFrame, RequestResponseFrame, RequestFnfFrame,
+                  RequestStreamFrame, RequestSubFrame, RequestNFrame, CancelFrame, ResponseFrame,
+                  ErrorFrame)
+
+
 def _check_u(name: str, value: int, bits: int) -> None:
     if not isinstance(value, int) or not 0 <= value < (1 << bits):
         raise ValueError(f"{name} must be in [0, 2^{bits}-1], got {value!r}")
@@ -377,8 +383,8 @@ def encode(frame: Frame) -> bytes:
     if isinstance(frame, MetadataPushFrame):
         metadata, metadata_type = frame.metadata, frame.metadata_type
     else:
-        metadata = frame.metadata  # type: ignore[attr-defined]
-        metadata_type = frame.metadata_type  # type: ignore[attr-defined]
+        assert isinstance(frame, _WITH_METADATA), f"not a frame of this module: {frame!r}"
+        metadata, metadata_type = frame.metadata, frame.metadata_type
     if isinstance(frame, SetupFrame):
         for name, mime in (("metadata_mime_type", frame.metadata_mime_type),
                            ("data_mime_type", frame.data_mime_type)):

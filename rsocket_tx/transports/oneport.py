@@ -71,6 +71,8 @@ from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import (
     IHalfCloseableProtocol,
     IHandshakeListener,
+    IProtocol,
+    IProtocolFactory,
     IStreamClientEndpoint,
     ITransport,
 )
@@ -269,7 +271,7 @@ class ServedProtocol:
     """
 
     description: ProtocolDescription
-    factory: object
+    factory: IProtocolFactory
     max_message_size: int | None = None
 
 
@@ -363,7 +365,7 @@ class SniffingProtocol(Protocol):
         self.factory = factory
         self.addr = addr
         self.inside_tls = inside_tls
-        self.chosen = None
+        self.chosen: IProtocol | None = None
         self.buffer = b""
         self.candidates = factory.candidates(tls=not inside_tls)
         self.timer = None
@@ -416,7 +418,7 @@ class SniffingProtocol(Protocol):
             protocol = factory.websocket_factory.buildProtocol(self.addr)
         self.hand_over(protocol)
 
-    def hand_over(self, protocol) -> None:
+    def hand_over(self, protocol: IProtocol) -> None:
         """Make ``protocol`` the connection's protocol: same transport, then the bytes
         buffered."""
         self.stop_timer()
@@ -425,7 +427,7 @@ class SniffingProtocol(Protocol):
         if IHalfCloseableProtocol.providedBy(protocol):
             alsoProvides(self, IHalfCloseableProtocol)
         prefix, self.buffer, self.candidates = self.buffer, b"", []
-        protocol.makeConnection(self.transport)
+        protocol.makeConnection(self._made_transport())
         if self.handshake_done and IHandshakeListener.providedBy(protocol):
             protocol.handshakeCompleted()
         if prefix and self.chosen is protocol:
@@ -444,7 +446,12 @@ class SniffingProtocol(Protocol):
                  "(first bytes: {shown}{more})", tls="TLS " if self.inside_tls else "",
                  peer=_peer(self.transport), why=why, shown=shown or "none", more=more)
         self.buffer = b""
-        self.transport.loseConnection()
+        self._made_transport().loseConnection()
+
+    def _made_transport(self) -> ITransport:
+        transport = self.transport
+        assert transport is not None, "the sniffer's connection is not made"
+        return transport
 
     def timed_out(self) -> None:
         self.timer = None
@@ -458,10 +465,15 @@ class SniffingProtocol(Protocol):
             timer.cancel()
 
     def readConnectionLost(self) -> None:  # IHalfCloseableProtocol, once handed over
-        self.chosen.readConnectionLost()
+        self._half_closeable().readConnectionLost()
 
     def writeConnectionLost(self) -> None:
-        self.chosen.writeConnectionLost()
+        self._half_closeable().writeConnectionLost()
+
+    def _half_closeable(self) -> IHalfCloseableProtocol:
+        """The chosen protocol, which provides ``IHalfCloseableProtocol`` when this sniffer
+        does (:meth:`hand_over`)."""
+        return IHalfCloseableProtocol(self.chosen)
 
     def handshakeCompleted(self) -> None:  # IHandshakeListener: the TLS handshake under us
         self.handshake_done = True
@@ -571,6 +583,13 @@ class WebSocketByteStream:
         return True
 
 
+def _open_transport(websocket: Protocol) -> ITransport:
+    """The transport under an open ``websocket``."""
+    transport = websocket.transport
+    assert transport is not None, "the WebSocket is open"
+    return transport
+
+
 def _refuse_text(websocket) -> None:
     """Close ``websocket`` with code 1003 (unsupported data, RFC 6455 §7.4.1): a byte-stream
     protocol travels in binary messages only. (autobahn's ``sendClose`` refuses codes other
@@ -621,10 +640,11 @@ class OnePortWebSocketProtocol(RSocketWebSocketServerProtocol):
 
     def onOpen(self) -> None:
         served = self.served
+        assert served is not None, "onConnect chose the protocol served"
         if served.description.websocket_framing is WebSocketFraming.MESSAGES:
             super().onOpen()
             return
-        protocol = build_uncounted(served.factory, self.transport.getPeer())  # (counted)
+        protocol = build_uncounted(served.factory, _open_transport(self).getPeer())  # (counted)
         if protocol is None:
             self.sendClose(code=CLOSE_NORMAL)
             return
@@ -686,7 +706,7 @@ class OnePortFactory(Factory):
         counting every connection of this server (see the module docstring).
     """
 
-    def __init__(self, protocols: Mapping[str, object] | Iterable[ServedProtocol], *,
+    def __init__(self, protocols: Mapping[str, IProtocolFactory] | Iterable[ServedProtocol], *,
                  reactor=None, tls=None, websocket: bool = True,
                  config: OnePortConfig | None = None,
                  connection_limit: ConnectionLimit | None = None) -> None:
@@ -780,7 +800,7 @@ class OnePortFactory(Factory):
         """Close the connections whose protocol is not known yet (:attr:`sniffing`)."""
         for sniffer in list(self.sniffing):
             sniffer.stop_timer()
-            sniffer.transport.loseConnection()
+            sniffer._made_transport().loseConnection()
         self.sniffing.clear()
 
     def close_connections(self) -> Deferred:
@@ -791,12 +811,16 @@ class OnePortFactory(Factory):
         :returns: a Deferred firing once they are all closed.
         """
         self.close_unrecognised()
-        closing = [maybeDeferred(s.factory.close_connections) for s in self.served
-                   if callable(getattr(s.factory, "close_connections", None))]
+        closing = []
+        for s in self.served:
+            close = getattr(s.factory, "close_connections", None)
+            if callable(close):
+                closing.append(maybeDeferred(close))
         return DeferredList(closing, consumeErrors=True).addCallback(lambda _: None)
 
 
-def serve_one_port(endpoint, protocols: Mapping[str, object] | Iterable[ServedProtocol], *,
+def serve_one_port(endpoint, protocols: Mapping[str, IProtocolFactory] | Iterable[ServedProtocol],
+                   *,
                    reactor=None, tls=None, websocket: bool = True,
                    config: OnePortConfig | None = None,
                    connection_limit: ConnectionLimit | None = None) -> Deferred:
@@ -828,7 +852,7 @@ class _ByteStreamClientProtocol(WebSocketClientProtocol):
             self.dropConnection(abort=True)
 
     def onOpen(self) -> None:
-        protocol = self.factory.wrapped.buildProtocol(self.transport.getPeer())
+        protocol = self.factory.wrapped.buildProtocol(_open_transport(self).getPeer())
         self.stream = WebSocketByteStream(self, protocol)
         protocol.makeConnection(self.stream)
         opened = self.factory.opened
