@@ -15,7 +15,10 @@ Each client runs against each server: rsocket_tx→rsocket_tx, rsocket_tx→Rive
 River→rsocket_tx, River→River; and rsocket_tx→rsocket_tx once more with River's default
 ration (``tx-tx:river``: both rsocket_tx ends announce River's 32 KiB,
 ``JiniMuxConfig(initial_ration=RIVER_INITIAL_RATION)``, instead of our 128 KiB; the
-fragment size stays ours, 16 KiB).
+fragment size stays ours, 16 KiB). For scale, the same run measures **raw Twisted** on the
+round trips (``raw``: ``benchmarks.impl_raw``'s 4-byte-header echo over TCP, no mux, no
+sessions, the yardstick of ``benchmarks.run``): what CPython and Twisted cost for a round
+trip before any protocol work.
 
 Workloads (every request's body is echoed whole; a request is one session):
 
@@ -79,8 +82,10 @@ SIZES = {"rr-1": 64, "rr-100": 64, "transfer": 10 * 1024 * 1024}
 #: "river" = River's 32 KiB)
 PAIRS = (("rsocket_tx", "rsocket_tx", "ours"), ("rsocket_tx", "rsocket_tx", "river"),
          ("rsocket_tx", "river", "ours"), ("river", "rsocket_tx", "ours"),
-         ("river", "river", "ours"))
-DEFAULT_PAIRS = "tx-tx,tx-tx:river,tx-River,River-tx,River-River"
+         ("river", "river", "ours"), ("raw", "raw", "ours"))
+DEFAULT_PAIRS = "tx-tx,tx-tx:river,tx-River,River-tx,River-River,raw"
+#: the raw echo's transfer cell (it echoes 64-byte frames only)
+RAW_NA = "n/a (round trips only)"
 RATIONS = ("ours", "river")
 MiB = 1024 * 1024
 
@@ -176,9 +181,10 @@ def client(port: int, kind: str, count: int, size: int, budget: float,
     async def main() -> None:
         c = JiniMuxClient(reactor, f"tcp:host={HOST}:port={port}", config_for(ration))
         try:
-            await run(c, max(count // 20, 2), 1.0)  # warm-up, not reported
+            warm = await run(c, max(count // 20, 2), 1.0)  # warm-up, not reported
             result = await run(c, count, budget)
             result.pop("issued")
+            result["warmup_ops"] = warm["ops"]
         except Exception as exc:
             result = {"error": f"{type(exc).__name__}: {exc}"}
         print("RESULT " + json.dumps(result), flush=True)
@@ -224,7 +230,9 @@ def river_argv(main: str) -> list[str]:
 class Server:
     def __init__(self, name: str, ration: str = "ours") -> None:
         self.name = name
-        if name == "rsocket_tx":
+        if name == "raw":
+            argv = [sys.executable, "-m", "benchmarks.impl_raw", "server"]
+        elif name == "rsocket_tx":
             argv = [sys.executable, "-m", "benchmarks.jini_bench", "serve", ration]
         else:
             argv = river_argv("rsocket_tx.interop.river.Server") + [
@@ -261,9 +269,40 @@ class Server:
         stop_child(self.proc)
 
 
+def run_raw_client(port: int, kind: str, count: int, args: argparse.Namespace) -> dict:
+    """``benchmarks.impl_raw``'s echo client (its stdin must stay open while it runs)."""
+    from benchmarks.common import Spec
+
+    spec = Spec(name=kind, kind="rr", count=count, size=SIZES[kind],
+                inflight=100 if kind == "rr-100" else 1, budget=args.budget,
+                warmup=max(count // 20, 2), repeat=1)
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.impl_raw", "client", str(port),
+                             spec.to_json()], cwd=REPO, env=child_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=die_with_parent)
+    timer = threading.Timer(60 + 10 * args.budget, proc.kill)
+    timer.start()
+    try:
+        for line in proc.stdout:
+            if line.startswith("RESULT "):
+                body = json.loads(line[7:])
+                if not body.get("ok"):
+                    return {"error": body.get("error", "?")}
+                run = body["runs"][0]
+                return {"ops": run["ops"], "nbytes": run["nbytes"], "seconds": run["seconds"]}
+        return {"error": "timeout" if proc.poll() == -signal.SIGKILL else "no result"}
+    finally:
+        timer.cancel()
+        stop_child(proc)
+
+
 def run_client(name: str, port: int, kind: str, args: argparse.Namespace,
                ration: str = "ours") -> dict:
     count = {"rr-1": args.count, "rr-100": args.count * 10, "transfer": args.transfers}[kind]
+    if name == "raw":
+        result = run_raw_client(port, kind, count, args) if kind != "transfer" else {
+            "error": RAW_NA}
+        return finish_result(result, kind, count)
     if name == "rsocket_tx":
         argv = [sys.executable, "-m", "benchmarks.jini_bench", "client", str(port), kind,
                 str(count), str(SIZES[kind]), str(args.budget), ration]
@@ -279,15 +318,19 @@ def run_client(name: str, port: int, kind: str, args: argparse.Namespace,
         return {"error": "timeout"}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            result = json.loads(line[7:])
-            if "ops" in result:
-                result["complete"] = result["ops"] >= count
-                unit = MiB if kind == "transfer" else 1
-                amount = result["nbytes"] / unit if kind == "transfer" else result["ops"]
-                result["rate"] = amount / result["seconds"] if result["seconds"] else 0.0
-            return result
+            return finish_result(json.loads(line[7:]), kind, count)
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": f"exit {done.returncode}: {tail[:200]}"}
+
+
+def finish_result(result: dict, kind: str, count: int) -> dict:
+    """A client's result with ``complete`` and ``rate`` (req/s; MiB/s for transfers)."""
+    if "ops" in result:
+        result["complete"] = result["ops"] >= count
+        unit = MiB if kind == "transfer" else 1
+        amount = result["nbytes"] / unit if kind == "transfer" else result["ops"]
+        result["rate"] = amount / result["seconds"] if result["seconds"] else 0.0
+    return result
 
 
 def cell_text(best: dict | None) -> str:
@@ -299,8 +342,22 @@ def cell_text(best: dict | None) -> str:
     return text + ("" if best.get("complete") else "*")
 
 
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """A text table: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
+                       enumerate(zip(header, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                               enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
 def label(pair: tuple[str, str, str]) -> str:
     """``tx→River``; ``tx→tx (River ration)`` for the River-ration variant."""
+    if pair[0] == "raw":
+        return "raw Twisted echo"
     names = {"rsocket_tx": "tx", "river": "River"}
     text = names[pair[0]] + "→" + names[pair[1]]
     return text + (" (River ration)" if pair[2] == "river" else "")
@@ -322,14 +379,33 @@ def render(results: dict, workloads: list[str], pairs: list[tuple[str, str, str]
                 ratio = f"{ours['rate'] / theirs['rate']:.2f}x"
             ratios.append(ratio)
         rows.append([LABELS[kind], *cells, *ratios])
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
-                       enumerate(zip(header, widths)))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in rows:
-        lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                               enumerate(zip(r, widths))))
-    return "\n".join(lines)
+    return format_table(header, rows)
+
+
+def render_cpu(runs: list[dict], workloads: list[str],
+               pairs: list[tuple[str, str, str]]) -> str:
+    """CPU per operation, client + server in µs (per MiB echoed for ``transfer``): the median
+    over a cell's runs. Unlike the rates, these hardly move with the other load on the
+    machine (a process is charged only while it runs)."""
+    import statistics
+
+    header = ["CPU per op, client + server [µs]", *(label(p) for p in pairs)]
+    rows = []
+    for kind in workloads:
+        cells = []
+        for pair in pairs:
+            per = [r["cpu_us_per_op"] for r in runs
+                   if r["workload"] == kind and (r["client"], r["server"], r["ration"]) == pair
+                   and r.get("cpu_us_per_op") and r["cpu_us_per_op"]["client"] is not None]
+            if not per:
+                cells.append("-")
+                continue
+            client = statistics.median(p["client"] for p in per)
+            server = statistics.median(p["server"] for p in per)
+            cells.append(f"{client:,.0f} + {server:,.0f}")
+        rows.append([LABELS[kind].replace(" [req/s]", " [per op]").replace(
+            " [MiB/s]", " [per MiB]"), *cells])
+    return format_table(header, rows)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -338,7 +414,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--pairs", default=DEFAULT_PAIRS,
                    help="client-server pairs to run (tx, River), a pair with ':river' runs "
-                   "the rsocket_tx ends with River's initial ration (default %(default)s)")
+                   "the rsocket_tx ends with River's initial ration; raw: raw Twisted's echo "
+                   "(round trips only) (default %(default)s)")
     p.add_argument("--count", type=int, default=20_000,
                    help="round trips of rr-1 (rr-100: 10 times as many)")
     p.add_argument("--transfers", type=int, default=30, help="10 MiB transfers per run")
@@ -368,13 +445,16 @@ def main(argv: list[str] | None = None) -> int:
     for text in (p.strip() for p in args.pairs.split(",")):
         if not text:
             continue
+        if text.lower() == "raw":
+            pairs.append(("raw", "raw", "ours"))
+            continue
         who, _, ration = text.partition(":")
         ration = ration.lower() or "ours"
         client_name, _, server_name = who.partition("-")
         if client_name.lower() not in names or server_name.lower() not in names \
                 or ration not in RATIONS:
             raise SystemExit(f"bad pair {text!r}: write CLIENT-SERVER[:river] with tx or River "
-                             f"(e.g. tx-tx:river)")
+                             f"(e.g. tx-tx:river), or raw")
         pairs.append((names[client_name.lower()], names[server_name.lower()], ration))
     started = time.time()
     problem = river_problem()
@@ -384,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         for ration in RATIONS:
             if any(server == "rsocket_tx" and r == ration for _, server, r in pairs):
                 servers["rsocket_tx", ration] = Server("rsocket_tx", ration)
+        if ("raw", "raw", "ours") in pairs:
+            servers["raw", "ours"] = Server("raw")
         if problem is not None:
             notes.append(f"River: n/a ({problem})")
         elif any(server == "river" for _, server, _ in pairs):
@@ -395,17 +477,28 @@ def main(argv: list[str] | None = None) -> int:
                 order = pairs[rep % len(pairs):] + pairs[:rep % len(pairs)]
                 for pair in order:
                     client_name, server_name, ration = pair
+                    if kind == "transfer" and client_name == "raw":
+                        results[kind][pair] = {"error": RAW_NA}
+                        continue
                     if "river" in pair[:2] and problem is not None:
                         results[kind][pair] = {"error": f"n/a ({problem})"}
                         continue
-                    server = servers[server_name, ration if server_name == "rsocket_tx"
-                                     else "ours"]
+                    server = servers[server_name, ration]
                     cpu_before = server.cpu()
                     result = run_client(client_name, server.port, kind, args, ration)
                     cpu_after = server.cpu()
                     if cpu_before is not None and cpu_after is not None:
                         # (the client's warm-up included)
                         result["server_cpu"] = round(cpu_after - cpu_before, 3)
+                        served = result.get("ops", 0) + result.get("warmup_ops", 0)
+                        if served and "client_cpu" in result:
+                            # CPU per operation: the client's over the measured run, the
+                            # server's over the warm-up and the measured run
+                            unit = SIZES[kind] / MiB if kind == "transfer" else 1
+                            result["cpu_us_per_op"] = {
+                                "client": round(result["client_cpu"] / result["ops"] / unit
+                                                * 1e6, 1) if result["ops"] else None,
+                                "server": round(result["server_cpu"] / served / unit * 1e6, 1)}
                     runs.append({"workload": kind, "client": client_name,
                                  "server": server_name, "ration": ration, **result})
                     sys.stderr.write(f"jini_bench: {kind} {label(pair)}: "
@@ -421,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     table = render(results, workloads, pairs)
     print(table)
+    cpu_table = render_cpu(runs, workloads, pairs)
+    print()
+    print(cpu_table)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
     print(f"\n({stamp}, {time.time() - started:.0f} s, best of {args.repeat}, budget "
           f"{args.budget:g} s, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; python "
@@ -429,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         print(note)
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {"started": stamp, "table": table, "runs": runs,
+            {"started": stamp, "table": table, "cpu_table": cpu_table, "runs": runs,
              "best": {k: {f"{c}->{s}" + (":river" if ration == "river" else ""): v
                           for (c, s, ration), v in r.items()}
                       for k, r in results.items()}}, indent=2))
