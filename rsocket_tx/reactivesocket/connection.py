@@ -125,6 +125,7 @@ from .frames import (
     decode,
     encode,
     frame_with_length,
+    with_stream_id,
 )
 
 __all__ = ["MAX_REQUEST_N", "ReactiveSocketConnection", "Role"]
@@ -539,10 +540,12 @@ class ReactiveSocketConnection:
         if frame_type in (FrameType.REQUEST_STREAM, FrameType.REQUEST_SUB) and \
                 not 1 <= n <= MAX_REQUEST_N:
             raise ValueError(f"initial request n must be in [1, {MAX_REQUEST_N}], got {n}")
+        # encoded once, on stream 0, to check its size before a stream id is taken; then put
+        # on its stream (the header's Stream ID has a fixed size)
         probe = self._request_bytes(frame_type, 0, payload, n)
         self._check_fits(probe)
         sid = self._allocate()
-        self._queue(self._request_bytes(frame_type, sid, payload, n))
+        self._queue(with_stream_id(probe, sid))
         if frame_type != FrameType.REQUEST_FNF:
             self._streams.add(_Stream(sid, frame_type, True, None), remote=False)
         return sid

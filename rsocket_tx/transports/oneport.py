@@ -525,8 +525,10 @@ _CLOSED = WebSocketProtocol.STATE_CLOSED
 @implementer(ITransport)
 class WebSocketByteStream:
     """The byte-stream transport a protocol of :attr:`WebSocketFraming.BYTES` sees over a
-    WebSocket: what it writes goes out as binary messages (one per write), what arrives in
-    binary messages is its ``dataReceived``.
+    WebSocket: what it writes goes out as binary messages (one per write, split into messages
+    of at most :data:`DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE` bytes, or of this side's own
+    message limit when smaller: the boundaries mean nothing, and a peer with the default
+    limit accepts every message), what arrives in binary messages is its ``dataReceived``.
 
     :param websocket: the autobahn WebSocket protocol (open).
     :param protocol: the byte-stream protocol carried.
@@ -536,10 +538,20 @@ class WebSocketByteStream:
         self.websocket = websocket
         self.protocol = protocol
         self.disconnecting = False
+        own = getattr(websocket, "maxMessagePayloadSize", 0) or DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE
+        #: the largest message written, bytes
+        self.max_write_size = min(own, DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE)
 
     def write(self, data: bytes) -> None:
-        if data and self.websocket.state == _OPEN:
+        if not data or self.websocket.state != _OPEN:
+            return
+        size = self.max_write_size
+        if len(data) <= size:
             self.websocket.sendMessage(bytes(data), isBinary=True)
+            return
+        view = memoryview(data)
+        for start in range(0, len(data), size):
+            self.websocket.sendMessage(bytes(view[start:start + size]), isBinary=True)
 
     def writeSequence(self, data) -> None:
         self.write(b"".join(data))
