@@ -130,6 +130,7 @@ class YamuxConnection:
         (:class:`~rsocket_tx.yamux.errors.ConnectionClosedError`), None while open.
     :ivar window_updates_sent: Window Updates we sent that gave a stream credit back.
     :ivar window_updates_received: Window Updates of the peer that gave us credit.
+    :ivar pings_answered: the peer's Pings we answered.
     """
 
     def __init__(self, role: Role, config: YamuxConfig | None = None, now: float = 0.0) -> None:
@@ -144,6 +145,7 @@ class YamuxConnection:
         self.close_error: ConnectionClosedError | None = None
         self.window_updates_sent = 0
         self.window_updates_received = 0
+        self.pings_answered = 0
         self.deadlines: Deadlines[tuple] = Deadlines()
         self._decoder = FrameDecoder(config.frame_length_limit)
         self._outbox = Outbox()
@@ -189,6 +191,7 @@ class YamuxConnection:
         kind = frame.type
         if kind is FrameType.PING:
             if frame.flags & Flags.SYN:
+                self.pings_answered += 1
                 self._queue(FrameType.PING, Flags.ACK, 0, frame.length)
             else:
                 keepalive = self._pings.pop(frame.length, None)
