@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..transports import endpoints
+from ..transports.endpoints import client_endpoint as transport_client_endpoint
+from ..transports.endpoints import is_uri
+from ..transports.endpoints import server_endpoint as transport_server_endpoint
 
 __all__ = ["DEFAULT_PORT", "URI_PREFIX", "client_endpoint", "server_endpoint", "transport_spec"]
 
@@ -42,7 +44,7 @@ def transport_spec(spec: Any) -> Any:
     if not isinstance(spec, str):
         return spec
     text = spec.strip()
-    if endpoints.is_uri(text):
+    if is_uri(text):
         scheme, sep, rest = text.partition("://")
         lowered = scheme.lower()
         if lowered.startswith(URI_PREFIX):
@@ -70,7 +72,7 @@ def client_endpoint(reactor: Any, spec: Any) -> Any:
     :raises ValueError: the string cannot be parsed, or names WebSocket.
     :raises TypeError: ``spec`` is neither a string nor a client endpoint.
     """
-    return endpoints.client_endpoint(reactor, transport_spec(spec))
+    return transport_client_endpoint(reactor, transport_spec(spec))
 
 
 def server_endpoint(reactor: Any, spec: Any) -> Any:
@@ -85,4 +87,4 @@ def server_endpoint(reactor: Any, spec: Any) -> Any:
     :raises ValueError: the string cannot be parsed, or names WebSocket.
     :raises TypeError: ``spec`` is neither a string nor a server endpoint.
     """
-    return endpoints.server_endpoint(reactor, transport_spec(spec))
+    return transport_server_endpoint(reactor, transport_spec(spec))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.protocol import Factory
 
 from ..transports.limits import ConnectionLimit, RefusedConnection
@@ -67,6 +67,15 @@ class YamuxServerFactory(Factory):
         self.protocols.add(protocol)
         protocol.when_closed().addBoth(lambda _: self.protocols.discard(protocol))
         return protocol
+
+    def close_connections(self, reason: str = "the server is shutting down") -> Deferred:
+        """Close every session: Go Away (normal), then its transport; every stream's protocol
+        gets ``connectionLost``.
+
+        :returns: a Deferred firing once every transport is gone.
+        """
+        return gatherResults([p.close(reason) for p in list(self.protocols)],
+                             consumeErrors=True).addCallback(lambda _: None)
 
 
 class YamuxClientFactory(Factory):
