@@ -179,12 +179,15 @@ class FrameDecoder:
 
     :ivar buffered: bytes held (an incomplete frame), at most ``HEADER_SIZE +
         max_frame_length``.
+    :ivar error: the :class:`~rsocket_tx.yamux.errors.ProtocolError` the stream broke with,
+        once it has (the frames before it were returned); None until then.
     """
 
-    __slots__ = ("max_frame_length", "_buffer", "_header")
+    __slots__ = ("max_frame_length", "error", "_buffer", "_header")
 
     def __init__(self, max_frame_length: int) -> None:
         self.max_frame_length = max_frame_length
+        self.error: ProtocolError | None = None
         self._buffer = bytearray()
         self._header: tuple[FrameType, int, int, int] | None = None
 
@@ -195,36 +198,50 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """Take ``data``; return the frames it completes, in order.
 
-        :raises ProtocolError: the bytes are no yamux frame (see the module docstring); the
-            decoder is then unusable (the connection ends).
+        Bytes that are no yamux frame (see the module docstring) break the stream: the frames
+        before them are returned and :attr:`error` is set; the decoder is then unusable.
+
+        :raises ProtocolError: the stream broke before any frame of this call (or broke
+            before, in an earlier call).
         """
+        if self.error is not None:
+            raise self.error
         buf = self._buffer
         buf += data
         frames: list[Frame] = []
         pos = 0
         end = len(buf)
         header = self._header
-        while True:
-            if header is None:
-                if end - pos < HEADER_SIZE:
+        try:
+            while True:
+                if header is None:
+                    if end - pos < HEADER_SIZE:
+                        break
+                    version, frame_type, flags, stream_id, length = _HEADER.unpack_from(buf,
+                                                                                         pos)
+                    if version != VERSION:
+                        raise ProtocolError(f"unsupported version {version} (spec.md: always "
+                                            f"0)")
+                    kind = check_header(frame_type, flags, stream_id, length,
+                                        self.max_frame_length)
+                    pos += HEADER_SIZE
+                    if kind is not FrameType.DATA:
+                        frames.append(Frame(kind, flags, stream_id, length))
+                        continue
+                    header = (kind, flags, stream_id, length)
+                length = header[3]
+                if end - pos < length:
                     break
-                version, frame_type, flags, stream_id, length = _HEADER.unpack_from(buf, pos)
-                if version != VERSION:
-                    raise ProtocolError(f"unsupported version {version} (spec.md: always 0)")
-                kind = check_header(frame_type, flags, stream_id, length,
-                                    self.max_frame_length)
-                pos += HEADER_SIZE
-                if kind is not FrameType.DATA:
-                    frames.append(Frame(kind, flags, stream_id, length))
-                    continue
-                header = (kind, flags, stream_id, length)
-            length = header[3]
-            if end - pos < length:
-                break
-            frames.append(Frame(header[0], header[1], header[2], length,
-                                bytes(buf[pos:pos + length])))
-            pos += length
-            header = None
+                frames.append(Frame(header[0], header[1], header[2], length,
+                                    bytes(buf[pos:pos + length])))
+                pos += length
+                header = None
+        except ProtocolError as error:
+            self.error = error
+            buf.clear()
+            if not frames:
+                raise
+            return frames
         self._header = header
         if pos:
             del buf[:pos]

@@ -173,11 +173,14 @@ class YamuxConnection:
         if not self.is_open:
             return []
         events: list[Event] = []
+        decoder = self._decoder
         try:
-            for frame in self._decoder.feed(data):
+            for frame in decoder.feed(data):
                 self._receive_frame(frame, now, events)
                 if not self.is_open:
-                    break
+                    return events
+            if decoder.error is not None:  # (after the frames before it)
+                raise decoder.error
         except ProtocolError as error:
             events += self.close(GoAwayCode.PROTOCOL_ERROR, str(error))
         return events

@@ -146,3 +146,12 @@ def test_sniff_never_raises_and_decides_on_twelve_bytes() -> None:
     for b in range(256):
         assert sniff(bytes([0, 1, 0, 1, 0, 0, 0, b]) + bytes(4)) in (Sniff.MATCH,
                                                                       Sniff.NO_MATCH)
+
+
+def test_frames_before_a_broken_one_in_the_same_read_are_returned() -> None:
+    decoder = FrameDecoder(1024)
+    good = GOLDEN[0][1]
+    assert decoder.feed(good + bytes.fromhex("07 00 0000 00000001 00000000")) == [GOLDEN[0][0]]
+    assert "unsupported version 7" in str(decoder.error)
+    with pytest.raises(ProtocolError, match="version 7"):
+        decoder.feed(good)

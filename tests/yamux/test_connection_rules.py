@@ -246,3 +246,12 @@ def test_the_api_refuses_what_the_protocol_forbids() -> None:
 def test_config_refuses_values_out_of_range(field, value) -> None:
     with pytest.raises(ValueError, match=field):
         YamuxConfig(**{field: value})
+
+
+def test_frames_before_garbage_in_one_read_are_handled_before_the_go_away() -> None:
+    client, server = pair()
+    client.open_stream()
+    wire = b"".join(client.chunks_to_send()) + b"\x09" * 12
+    events = server.receive_data(wire, 0.0)
+    assert names(events) == ["StreamOpened", "ConnectionClosed"]
+    assert "unsupported version 9" in str(events[-1].error)
