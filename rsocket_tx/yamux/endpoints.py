@@ -6,7 +6,9 @@ Everywhere rsocket_tx takes a yamux address (:func:`~rsocket_tx.yamux.factory.co
 (``"tcp:host=localhost:port=7890"``, ``"tcp:7890:interface=127.0.0.1"``,
 ``"ssl:7891:privateKey=key.pem:certKey=cert.pem"``), a URI (``tcp://``, ``tls://``) or an
 endpoint object -- and URIs whose scheme names yamux over its transport, :data:`URI_PREFIX`
-``+ transport``::
+``+ transport``:
+
+.. code-block:: text
 
     yamux+tcp://localhost:7890
     yamux+tls://example.com:7891?trustRoots=ca.pem          (server: ?privateKey=..&certKey=..)

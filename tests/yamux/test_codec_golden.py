@@ -155,3 +155,23 @@ def test_frames_before_a_broken_one_in_the_same_read_are_returned() -> None:
     assert "unsupported version 7" in str(decoder.error)
     with pytest.raises(ProtocolError, match="version 7"):
         decoder.feed(good)
+
+
+@pytest.mark.parametrize("first", [GO_CLIENT_FIRST, RUST_CLIENT_FIRST])
+def test_no_other_protocol_of_the_shared_port_claims_a_yamux_header(first: bytes) -> None:
+    from rsocket_tx.transports.oneport import PROTOCOLS, sniff_tls, sniff_websocket
+
+    others = [d.sniff for name, d in PROTOCOLS.items() if name != "yamux"]
+    for other in others + [sniff_tls, sniff_websocket]:
+        # at 12 bytes yamux says MATCH; no other may have said MATCH by then
+        assert all(other(first[:n]) is not Sniff.MATCH for n in range(HEADER_SIZE + 1))
+
+
+def test_yamux_claims_no_other_protocols_first_bytes() -> None:
+    from rsocket_tx.rsnet.codec import CLIENT_HELLO_PREFIX
+
+    setup = bytes.fromhex("00 00 2a 00000000 0400 0001 0000 00007530 0001d4c0") + bytes(20)
+    for first in (setup, b"Jmux\x00\x01" + bytes(10), CLIENT_HELLO_PREFIX + bytes(8),
+                  bytes.fromhex("0000001c 00 00 0001 0000000000000000") + bytes(12),
+                  b"\x16\x03\x01\x00\xa5\x01" + bytes(10), b"GET /rsocket HTTP/1.1\r\n"):
+        assert assert_monotonic(sniff, first)[-1] is Sniff.NO_MATCH, first
