@@ -39,7 +39,7 @@ def _config(variant: int) -> YamuxConfig:
         return YamuxConfig(keepalive_interval=30.0, stream_close_timeout=60.0)
     return YamuxConfig(receive_window=INITIAL_WINDOW, max_frame_length=64,
                        max_window=INITIAL_WINDOW + 1000, max_streams=2, accept_backlog=1,
-                       send_frame_size=7, keepalive_interval=5.0, ping_timeout=2.0,
+                       send_frame_size=4096, keepalive_interval=5.0, ping_timeout=2.0,
                        stream_close_timeout=3.0)
 
 

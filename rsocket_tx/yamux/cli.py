@@ -30,7 +30,8 @@ from typing import Any
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IHalfCloseableProtocol
-from twisted.internet.protocol import Protocol
+from twisted.internet.protocol import Protocol, connectionDone
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from ..faces.clikit import (
@@ -114,6 +115,8 @@ class Cat(Protocol):
     """Writes ``data`` on its stream and FIN; copies what comes back to ``out``;
     :attr:`done` fires (or fails with the reason) when the stream has ended."""
 
+    transport: Any  # (a YamuxStreamTransport)
+
     def __init__(self, data: bytes, out: Streams) -> None:
         self.data = data
         self.out = out
@@ -133,7 +136,7 @@ class Cat(Protocol):
     def writeConnectionLost(self) -> None:  # noqa: N802 - Twisted's name
         """(Our FIN went out.)"""
 
-    def connectionLost(self, reason: Any) -> None:  # noqa: N802 - Twisted's name
+    def connectionLost(self, reason: Failure = connectionDone) -> None:  # noqa: N802
         if reason.check(ConnectionDone):
             self.done.callback(None)
         else:

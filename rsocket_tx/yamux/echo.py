@@ -3,6 +3,8 @@ and half-closes after the peer has (a demo, and a peer for ``rsocket-tx yamux``)
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.internet.interfaces import IHalfCloseableProtocol
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
@@ -13,6 +15,8 @@ __all__ = ["Echo", "EchoFactory"]
 @implementer(IHalfCloseableProtocol)
 class Echo(Protocol):
     """Writes back every byte received; FIN after the peer's FIN."""
+
+    transport: Any
 
     def dataReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
         self.transport.write(data)

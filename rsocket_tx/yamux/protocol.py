@@ -486,9 +486,9 @@ class YamuxProtocol(MuxProtocol):
         pings, self._pings = self._pings, {}
         for d, _ in pings.values():
             d.errback(failure_for(error))
-        waiters, self._going_away = self._going_away, []
-        for d in waiters:
-            d.errback(failure_for(error))
+        going, self._going_away = self._going_away, []
+        for waiter in going:
+            waiter.errback(failure_for(error))
 
     # ------------------------------------------------------------------ for the streams
 
