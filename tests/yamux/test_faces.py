@@ -173,3 +173,11 @@ async def test_twistd_mux_serves_yamux_and_rsocket_on_one_port() -> None:
         await wait(rsocket.close())
     finally:
         assert_ended_cleanly(server, await server.stop(), shut_down=True)
+
+
+def test_a_server_of_another_protocol_names_a_yamux_client() -> None:
+    from rsocket_tx.transports.peers import guess_client
+
+    guess = guess_client(bytes.fromhex("00 01 0001 00000001 00000000"), exclude="rsocket")
+    assert guess.protocol == "yamux" and guess.what == "a yamux client"
+    assert "twistd yamux" in guess.advice
