@@ -391,6 +391,11 @@ class YamuxProtocol(MuxProtocol):
         return YamuxConnection(self.role, self.config, self.reactor.seconds())
 
     def connection_started(self) -> None:
+        # Window Updates are 12-byte frames a sender waits for: Nagle's algorithm would hold
+        # them (and the tail of a window's data) for the peer's delayed ACK
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         waiters, self._connected = self._connected, []
         for d in waiters:
             d.callback(self)
