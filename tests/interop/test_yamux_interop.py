@@ -142,6 +142,10 @@ async def running(peer: str, *args: str):
         yield process, port
     finally:
         await process.stop()
+    # hashicorp/yamux logs what it found wrong on the wire with [ERR]
+    assert b"[ERR]" not in process.stderr, process.stderr.decode(errors="replace")[-3000:]
+    assert not [line for line in process.lines if line.startswith(("error", "FAIL"))], \
+        process.lines
 
 
 @pytest_twisted.async_yield_fixture
@@ -283,4 +287,4 @@ async def test_their_client_against_our_server(our_server, peer):
     code = await wait(process.ended, 300)
     oks = [line for line in process.lines if not line.startswith("session")]
     assert oks == [f"ok {name}" for name in scenarios], process.stderr[-3000:]
-    assert code == 0
+    assert code == 0 and b"[ERR]" not in process.stderr, process.stderr[-3000:]
