@@ -360,7 +360,8 @@ class YamuxProtocol(MuxProtocol):
         self.config = config
         self.stream_factory = stream_factory
         self.protocol_name = f"yamux {role.value}"
-        self.watch_first_bytes = False
+        # a server keeps a client's first bytes: one that speaks another protocol is named
+        self.watch_first_bytes = role is Role.SERVER
         self.streams: dict[int, YamuxStreamTransport] = {}
         self.closed_error: ConnectionClosedError | None = None
         self.go_away_received = False
@@ -486,6 +487,8 @@ class YamuxProtocol(MuxProtocol):
         self.end_reason = str(error)
         if error.code not in (None, GoAwayCode.NORMAL):
             self.log.warn("yamux session ended: {why}", why=str(error))
+            if not error.by_peer and self.role is Role.SERVER:
+                self.name_wrong_client("yamux")  # (an RSocket client at a yamux port ...)
         for stream in list(self.streams.values()):
             stream.lost(Failure(ConnectionLost(f"yamux session ended: {error}")))
         pings, self._pings = self._pings, {}

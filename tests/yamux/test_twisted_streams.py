@@ -330,3 +330,19 @@ def test_a_peers_protocol_error_ends_the_session_with_go_away() -> None:
     assert client.reason.check(ConnectionLost)
     assert pair.client.closed_error.code == 1
     assert pair.ct.value().endswith(bytes.fromhex("00 03 0000 00000000 00000001"))
+
+
+def test_a_server_names_a_client_of_another_protocol() -> None:
+    from twisted.logger import globalLogPublisher
+
+    seen = []
+    globalLogPublisher.addObserver(seen.append)
+    try:
+        pair = Pair()
+        rsocket_setup = bytes.fromhex("00 00 2a 00000000 0400 0001 0000 00007530 0001d4c0")
+        pair.server.dataReceived(rsocket_setup + bytes(20))
+    finally:
+        globalLogPublisher.removeObserver(seen.append)
+    assert pair.server.closed_error.code == 1
+    texts = [e.get("guess") for e in seen if "guess" in e]
+    assert texts and "RSocket 1.0 client" in str(texts[0])
