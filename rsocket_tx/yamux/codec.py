@@ -176,20 +176,29 @@ class FrameDecoder:
     :param max_frame_length: the longest Data body accepted, bytes (checked on the header:
         a longer one is a :class:`~rsocket_tx.yamux.errors.ProtocolError` before any of its
         body is held).
+    :param stream_data: hand a Data frame's body on as it arrives, in pieces: each piece is a
+        :class:`Frame` of type Data whose ``length`` is its own; the first piece carries the
+        flags that open (SYN, ACK), the last those that close (FIN, RST), and the pieces of one
+        frame join to its body. A session needs no Data whole (hashicorp/yamux sends frames as
+        large as the window): its data reaches the application, and the window comes back,
+        while the rest is on the way. False (the default): whole frames only.
 
-    :ivar buffered: bytes held (an incomplete frame), at most ``HEADER_SIZE +
+    :ivar buffered: bytes held (an incomplete frame, or a header), at most ``HEADER_SIZE +
         max_frame_length``.
     :ivar error: the :class:`~rsocket_tx.yamux.errors.ProtocolError` the stream broke with,
         once it has (the frames before it were returned); None until then.
     """
 
-    __slots__ = ("max_frame_length", "error", "_buffer", "_header")
+    __slots__ = ("max_frame_length", "stream_data", "error", "_buffer", "_header", "_started")
 
-    def __init__(self, max_frame_length: int) -> None:
+    def __init__(self, max_frame_length: int, stream_data: bool = False) -> None:
         self.max_frame_length = max_frame_length
+        self.stream_data = stream_data
         self.error: ProtocolError | None = None
         self._buffer = bytearray()
+        # a Data header whose body is still to come: (type, flags, stream id, bytes left)
         self._header: tuple[FrameType, int, int, int] | None = None
+        self._started = False  # (stream_data) a piece of the current Data was handed on
 
     @property
     def buffered(self) -> int:
@@ -231,11 +240,23 @@ class FrameDecoder:
                     header = (kind, flags, stream_id, length)
                 length = header[3]
                 if end - pos < length:
+                    if not self.stream_data or end == pos:
+                        break
+                    # a piece: the flags that open on the first, none after
+                    piece = end - pos
+                    flags = 0 if self._started else header[1] & (Flags.SYN | Flags.ACK)
+                    frames.append(Frame(header[0], flags, header[2], piece,
+                                        bytes(buf[pos:end])))
+                    pos = end
+                    self._started = True
+                    header = (header[0], header[1], header[2], length - piece)
                     break
-                frames.append(Frame(header[0], header[1], header[2], length,
+                flags = header[1] & (Flags.FIN | Flags.RST) if self._started else header[1]
+                frames.append(Frame(header[0], flags, header[2], length,
                                     bytes(buf[pos:pos + length])))
                 pos += length
                 header = None
+                self._started = False
         except ProtocolError as error:
             self.error = error
             buf.clear()

@@ -147,7 +147,7 @@ class YamuxConnection:
         self.window_updates_received = 0
         self.pings_answered = 0
         self.deadlines: Deadlines[tuple] = Deadlines()
-        self._decoder = FrameDecoder(config.frame_length_limit)
+        self._decoder = FrameDecoder(config.frame_length_limit, stream_data=True)
         self._outbox = Outbox()
         self._unaccepted: set[int] = set()
         self._highest_peer_id = 0

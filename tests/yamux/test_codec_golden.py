@@ -175,3 +175,46 @@ def test_yamux_claims_no_other_protocols_first_bytes() -> None:
                   bytes.fromhex("0000001c 00 00 0001 0000000000000000") + bytes(12),
                   b"\x16\x03\x01\x00\xa5\x01" + bytes(10), b"GET /rsocket HTTP/1.1\r\n"):
         assert assert_monotonic(sniff, first)[-1] is Sniff.NO_MATCH, first
+
+
+@given(st.lists(st.tuples(st.sampled_from([FrameType.DATA, FrameType.WINDOW_UPDATE]),
+                          st.sampled_from([0, 1, 2, 4, 8, 5, 9]),
+                          st.integers(1, 9), st.binary(max_size=40)), max_size=8),
+       st.integers(1, 30))
+def test_stream_data_hands_bodies_on_in_pieces_that_join_to_the_frames(specs, step) -> None:
+    frames = [Frame(kind, flags, sid, len(data) if kind is FrameType.DATA else 3,
+                    data if kind is FrameType.DATA else b"") for kind, flags, sid, data in specs]
+    wire = b"".join(map(encode, frames))
+    decoder = FrameDecoder(64, stream_data=True)
+    pieces = []
+    for i in range(0, len(wire), step):
+        pieces += decoder.feed(wire[i:i + step])
+    opening, closing = Flags.SYN | Flags.ACK, Flags.FIN | Flags.RST
+    for frame in frames:
+        if frame.type is not FrameType.DATA:
+            assert pieces.pop(0) == frame
+            continue
+        got, flags, first = b"", 0, True
+        while True:
+            piece = pieces.pop(0)
+            assert (piece.type, piece.stream_id) == (frame.type, frame.stream_id)
+            assert piece.length == len(piece.data)
+            assert first or not piece.flags & opening  # opening flags on the first piece only
+            got += piece.data
+            flags |= piece.flags
+            first = False
+            if len(got) == frame.length:
+                break
+            assert not piece.flags & closing  # closing flags on the last piece only
+        assert (got, flags) == (frame.data, frame.flags)
+    assert pieces == []
+
+
+def test_stream_data_gives_a_large_frames_bytes_as_they_come() -> None:
+    decoder = FrameDecoder(1 << 20, stream_data=True)
+    wire = encode(Frame(FrameType.DATA, Flags.SYN | Flags.FIN, 1, 100_000, bytes(100_000)))
+    first = decoder.feed(wire[:40_012])
+    assert first == [Frame(FrameType.DATA, Flags.SYN, 1, 40_000, bytes(40_000))]
+    assert decoder.buffered == 0  # nothing of the body held
+    assert decoder.feed(wire[40_012:]) == [Frame(FrameType.DATA, Flags.FIN, 1, 60_000,
+                                                 bytes(60_000))]
