@@ -124,8 +124,7 @@ async def test_our_reset_is_seen_by_the_peer(peer_server):
     session = await session_to(port)
     ex = Exchange("wait-reset", b"some bytes", half_close=False)
     stream = session.open_stream(ex)
-    # the peer has the command once it answers a ping sent after it (one TCP stream, in order)
-    await wait(session.ping())
+    await process.wait_line(rf"^waiting {stream.stream_id}$")  # (it has read the command)
     stream.abortConnection()
     match = await process.wait_line(rf"^(not )?reset {stream.stream_id}\b")
     assert match.group(1) is None, process.lines

@@ -156,6 +156,7 @@ async fn serve(session: Session, mut stream: Stream) {
             Some("wait-reset") => {
                 // this crate reads a reset stream to its end (Ok(0)), like a FIN; the reset
                 // shows in the state: closed both ways although we never closed our half
+                say(format!("waiting {id}"));
                 let mut data = Vec::new();
                 let read = stream.read_to_end(&mut data).await;
                 if read.is_ok() && stream.is_closed() {

@@ -13,7 +13,8 @@
 //	ping            ping the session's peer, answer "pong\n", FIN
 //	goaway          send Go Away (normal), answer "ok\n", FIN
 //	stall           stop accepting streams (the backlog fills, then SYNs get RST), "stalled\n"
-//	wait-reset      read until the stream fails; print "reset ID" (stdout) on a reset
+//	wait-reset      print "waiting ID", read until the stream fails; print "reset ID" on a
+//	                reset (stdout)
 //	reset           reset the stream (RST) (rsocket_tx only: hashicorp/yamux has no RST API)
 //	open            open a stream to the peer: "echo\n" + 100,000 bytes, FIN, check the echo,
 //	                answer "opened ok\n" or "opened FAIL why\n"
@@ -106,6 +107,7 @@ func serveStream(session *yamux.Session, stream *yamux.Stream, read chan bool) {
 	case "stall":
 		fmt.Fprintf(stream, "stalled\n")
 	case "wait-reset":
+		say("waiting %d", stream.StreamID()) // (the command is read: a reset now is seen)
 		_, err := io.Copy(io.Discard, reader)
 		if errors.Is(err, yamux.ErrConnectionReset) {
 			say("reset %d", stream.StreamID())
