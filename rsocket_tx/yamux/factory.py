@@ -22,7 +22,7 @@ from twisted.internet.protocol import Factory
 from ..transports.limits import ConnectionLimit, RefusedConnection
 from .config import YamuxConfig
 from .connection import Role
-from .protocol import YamuxProtocol
+from .protocol import YamuxProtocol, check_stream_factory
 
 __all__ = ["YamuxClientFactory", "YamuxServerFactory", "connect"]
 
@@ -45,6 +45,7 @@ class YamuxServerFactory(Factory):
 
     def __init__(self, stream_factory: Any = None, config: YamuxConfig | None = None,
                  reactor: Any = None, *, connection_limit: ConnectionLimit | None = None) -> None:
+        check_stream_factory(stream_factory)
         if reactor is None:
             from twisted.internet import reactor as global_reactor
             reactor = global_reactor
@@ -89,6 +90,7 @@ class YamuxClientFactory(Factory):
 
     def __init__(self, reactor: Any, config: YamuxConfig | None = None,
                  stream_factory: Any = None) -> None:
+        check_stream_factory(stream_factory)
         self.reactor = reactor
         self.config = config if config is not None else YamuxConfig()
         self.stream_factory = stream_factory

@@ -36,6 +36,7 @@ from twisted.internet.interfaces import (
     IAddress,
     IConsumer,
     IHalfCloseableProtocol,
+    IProtocolFactory,
     IPushProducer,
     IStreamClientEndpoint,
     ITransport,
@@ -62,11 +63,21 @@ from .events import (
 )
 
 __all__ = ["HIGH_WATER", "StreamEndpoint", "YamuxAddress", "YamuxProtocol",
-           "YamuxStreamTransport"]
+           "YamuxStreamTransport", "check_stream_factory"]
 
 #: Bytes waiting in one stream (beyond the peer's window) past which its registered producer
 #: is paused; it is resumed once they are all sent.
 HIGH_WATER = 256 * 1024
+
+
+def check_stream_factory(stream_factory: Any) -> None:
+    """Check a ``stream_factory`` argument: an ``IProtocolFactory``, or None.
+
+    :raises TypeError: it is neither, with what to give instead.
+    """
+    if stream_factory is not None and not IProtocolFactory.providedBy(stream_factory):
+        raise TypeError(f"stream_factory must be an IProtocolFactory (e.g. "
+                        f"Factory.forProtocol(MyProtocol)) or None, got {stream_factory!r}")
 
 
 @implementer(IAddress)
@@ -340,6 +351,7 @@ class YamuxProtocol(MuxProtocol):
     :param config: the settings (:class:`~rsocket_tx.yamux.config.YamuxConfig`).
     :param stream_factory: an ``IProtocolFactory`` building a protocol for each stream the peer
         opens (None: refuse them all, with RST).
+    :raises TypeError: ``stream_factory`` is no ``IProtocolFactory`` (nor None).
 
     :ivar role: the role.
     :ivar config: the settings.
@@ -355,6 +367,7 @@ class YamuxProtocol(MuxProtocol):
     def __init__(self, reactor: Any, role: Role, config: YamuxConfig | None = None,
                  stream_factory: Any = None) -> None:
         config = config if config is not None else YamuxConfig()
+        check_stream_factory(stream_factory)
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self.role = role
         self.config = config

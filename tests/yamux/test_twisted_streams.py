@@ -346,3 +346,13 @@ def test_a_server_names_a_client_of_another_protocol() -> None:
     assert pair.server.closed_error.code == 1
     texts = [e.get("guess") for e in seen if "guess" in e]
     assert texts and "RSocket 1.0 client" in str(texts[0])
+
+
+def test_a_stream_factory_that_is_no_factory_is_refused_at_the_call() -> None:
+    from rsocket_tx.yamux.factory import YamuxClientFactory, YamuxServerFactory
+
+    for build in (lambda f: YamuxProtocol(Clock(), Role.SERVER, QUIET, f),
+                  lambda f: YamuxServerFactory(f, QUIET, Clock()),
+                  lambda f: YamuxClientFactory(Clock(), QUIET, f)):
+        with pytest.raises(TypeError, match="IProtocolFactory"):
+            build(Echo)  # the protocol class, not a factory of it
