@@ -39,6 +39,7 @@ class YamuxServerFactory(Factory):
         :class:`~rsocket_tx.transports.limits.ConnectionLimit` (shared with other factories of
         the same server); None: one of its own with the default cap. Past it a new connection
         is aborted at once, and the log says so.
+    :raises TypeError: ``stream_factory`` is no ``IProtocolFactory`` (nor None).
 
     :ivar protocols: the sessions open now.
     """
@@ -86,6 +87,7 @@ class YamuxClientFactory(Factory):
     :param config: the settings.
     :param stream_factory: an ``IProtocolFactory`` for streams the server opens (None:
         refuse them).
+    :raises TypeError: ``stream_factory`` is no ``IProtocolFactory`` (nor None).
     """
 
     def __init__(self, reactor: Any, config: YamuxConfig | None = None,
