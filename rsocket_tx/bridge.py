@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
 from twisted.internet.defer import Deferred, succeed
@@ -89,6 +90,9 @@ from zope.interface import implementer
 from .interfaces import IFrameTransport
 from .transports.peers import guess_client
 from .transports.tls import TLSError, tls_error
+
+if TYPE_CHECKING:
+    from .transports.limits import ConnectionLimit
 
 __all__ = ["ABORT_DELAY", "FIRST_BYTES_KEPT", "FIRST_BYTES_WATCHED", "ConnectionLogger",
            "MuxProtocol", "describe_loss", "describe_peer",
@@ -330,7 +334,7 @@ class MuxProtocol(Protocol):
         self.released = False
         #: the server's :class:`~rsocket_tx.transports.limits.ConnectionLimit` that counts
         #: this connection (set by the factory), released when the transport is lost
-        self.connection_limit = None
+        self.connection_limit: ConnectionLimit | None = None
         self.tls_failure: TLSError | None = None
         self._write_closed = False  # TCP half-closed after our last frame
         self._timer = None  # the next tick

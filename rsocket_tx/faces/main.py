@@ -4,8 +4,9 @@ commands, the run loop, the exit status.
 It imports each protocol's face and asks it for its commands through one object, the face's
 ``FACE`` (a :class:`~rsocket_tx.faces.clikit.Face`): RSocket (:mod:`rsocket_tx.faces.cli`:
 ``request``, ``fnf``, ``stream``, ``channel``, ``metadata-push``, ``serve``), Jini ERI mux
-(:mod:`rsocket_tx.jini.cli`: ``jini``), RS-network (:mod:`rsocket_tx.rsnet.cli`: ``rsnet``)
-and the 2015 ReactiveSocket draft (:mod:`rsocket_tx.reactivesocket.cli`: ``rs2015``). So the
+(:mod:`rsocket_tx.jini.cli`: ``jini``), RS-network (:mod:`rsocket_tx.rsnet.cli`: ``rsnet``),
+the 2015 ReactiveSocket draft (:mod:`rsocket_tx.reactivesocket.cli`: ``rs2015``) and yamux
+(:mod:`rsocket_tx.yamux.cli`: ``yamux``). So the
 registration goes downward: no face imports another (DESIGN §2).
 
 Exit status: 0 success; 1 the peer answered with an error (an RSocket ERROR, ...); 2 bad usage
@@ -32,6 +33,7 @@ from twisted.logger import (
 from ..jini import cli as jini_face
 from ..reactivesocket import cli as rs2015_face
 from ..rsnet import cli as rsnet_face
+from ..yamux import cli as yamux_face
 from . import cli as rsocket_face
 from .clikit import (
     EXIT_CONNECTION,  # noqa: F401 - importable from here
@@ -62,7 +64,8 @@ __all__ = [
 ]
 
 #: The protocols' faces whose commands ``rsocket-tx`` has, in the order of ``--help``.
-FACES: tuple[Face, ...] = (rsocket_face.FACE, jini_face.FACE, rsnet_face.FACE, rs2015_face.FACE)
+FACES: tuple[Face, ...] = (rsocket_face.FACE, jini_face.FACE, rsnet_face.FACE, rs2015_face.FACE,
+                          yamux_face.FACE)
 
 
 class TopParser(CommandParser):

@@ -88,6 +88,7 @@ from ..mux.sniff import Sniff, Sniffer
 from ..reactivesocket import frames as rs2015_frames
 from ..reactivesocket.protocol import WEBSOCKET_SUBPROTOCOL as RS2015_WEBSOCKET_SUBPROTOCOL
 from ..rsnet import codec as rsnet_codec
+from ..yamux import codec as yamux_codec
 from .limits import DEFAULT_MAX_CONNECTIONS, ConnectionLimit, RefusedConnection, build_uncounted
 from .peers import guess_client
 from .websocket import (
@@ -254,6 +255,9 @@ register_protocol(ProtocolDescription(
     "rs2015", rs2015_frames.sniff, RS2015_WEBSOCKET_SUBPROTOCOL,
     WebSocketFraming.MESSAGES, tap="rsocket_tx.reactivesocket.tap",
     websocket_message_size=_max_frame_size))
+register_protocol(ProtocolDescription(
+    "yamux", yamux_codec.sniff, yamux_codec.WEBSOCKET_SUBPROTOCOL,
+    WebSocketFraming.BYTES, tap="rsocket_tx.yamux.tap"))
 
 
 @dataclass(frozen=True, slots=True)
