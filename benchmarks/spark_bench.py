@@ -233,7 +233,7 @@ def main(argv=None) -> int:
         def rsocket_write(guarantee):
             def run():
                 (flights.write.format("rsocket").mode("append")
-                 .option("endpoint", endpoint).option("topic", f"sink_{guarantee}")
+                 .option("endpoints", endpoint).option("topic", f"sink_{guarantee}")
                  .option("format", "json").option("guarantee", guarantee).save())
             return run
 

@@ -63,6 +63,11 @@ BATCHES_PER_CHUNK = 8
 #: ``log.read.batch``: rows of ``prefetch`` per requested record batch: the request-n window
 #: is ``max(2, prefetch // ROWS_PER_CREDIT)`` record batches.
 ROWS_PER_CREDIT = 512
+#: Format ``arrow``: rows of ``prefetch`` per requested payload (an Arrow IPC stream of many
+#: rows): the request-n window is ``max(2, prefetch // ARROW_ROWS_PER_CREDIT)`` payloads.
+ARROW_ROWS_PER_CREDIT = 1024
+#: Format ``arrow``: most payloads handed to the task at a time.
+ARROW_PAYLOADS_PER_CHUNK = 4
 
 
 class OffsetGapError(RuntimeError):
@@ -168,15 +173,21 @@ def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator
         return
     where = f"{part.endpoint} topic {part.topic!r} shard {part.shard}"
     conv = ChunkConverter(schema, options.format, part.endpoint, part.shard)
-    if options.batch_bytes:
+    arrow = options.format == "arrow"
+    if options.batch_bytes and not arrow:
         yield from _read_log_batches(options, conv, part, where)
         return
     from . import _runtime as rt
     prefix = OFFSET_METADATA_PREFIX
     request = {"topic": part.topic, "shard": part.shard, "from": part.start, "to": part.stop}
+    if arrow:  # each record is an Arrow IPC stream of many rows: its own payload
+        prefetch, chunk_size, linger = (max(2, options.prefetch // ARROW_ROWS_PER_CREDIT),
+                                        ARROW_PAYLOADS_PER_CHUNK, 0.0)
+    else:
+        prefetch, chunk_size, linger = options.prefetch, options.batch_size, LINGER
     stream = rt.request_stream_chunks(
-        part.endpoint, request, route=ROUTE_READ, prefetch=options.prefetch,
-        chunk_size=options.batch_size, max_chunks=4, timeout=options.timeout, linger=LINGER)
+        part.endpoint, request, route=ROUTE_READ, prefetch=prefetch,
+        chunk_size=chunk_size, max_chunks=4, timeout=options.timeout, linger=linger)
     expected = part.start
     try:
         for chunk in stream:
@@ -185,12 +196,14 @@ def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator
                                      f"{part.stop}) asked for")
             offsets = _check_offsets(chunk, expected, prefix, where)
             try:
-                batch = conv.convert(chunk, offsets)
+                if arrow:
+                    yield from conv.convert_arrow(chunk, offsets)
+                else:
+                    yield conv.convert(chunk, offsets)
             except DecodeError as exc:
-                raise DecodeError(f"{where} offsets [{expected}, {expected + len(chunk)}): "
-                                  f"{exc}") from None
+                raise type(exc)(f"{where} offsets [{expected}, {expected + len(chunk)}): "
+                                f"{exc}") from None
             expected += len(chunk)
-            yield batch
         _check_complete(expected, part, where)
     finally:
         stream.close()
@@ -256,16 +269,23 @@ def read_generic(options: ReadOptions, schema, part: GenericPartition) -> Iterat
 
     from . import _runtime as rt
     conv = ChunkConverter(schema, options.format, part.endpoint, None)
+    arrow = options.format == "arrow"
     stream = rt.request_stream_chunks(
-        part.endpoint, Payload(options.data), route=options.route, prefetch=options.prefetch,
-        chunk_size=options.batch_size, max_chunks=4, timeout=options.timeout, linger=LINGER,
+        part.endpoint, Payload(options.data), route=options.route,
+        prefetch=max(2, options.prefetch // ARROW_ROWS_PER_CREDIT) if arrow else
+        options.prefetch,
+        chunk_size=ARROW_PAYLOADS_PER_CHUNK if arrow else options.batch_size, max_chunks=4,
+        timeout=options.timeout, linger=0.0 if arrow else LINGER,
         data_mime_type=options.data_mime_type)
     try:
         for chunk in stream:
             try:
-                yield conv.convert(chunk)
+                if arrow:
+                    yield from conv.convert_arrow(chunk)
+                else:
+                    yield conv.convert(chunk)
             except DecodeError as exc:
-                raise DecodeError(f"{part.endpoint} route {options.route!r}: {exc}") from None
+                raise type(exc)(f"{part.endpoint} route {options.route!r}: {exc}") from None
     finally:
         stream.close()
 

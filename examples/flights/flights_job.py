@@ -176,7 +176,7 @@ def write_stats(stats: DataFrame, endpoint: str, topic: str, *,
         ``"at-least-once"``.
     """
     (stats.write.format("rsocket").mode("append")
-     .option("endpoint", endpoint).option("topic", topic).option("format", "json")
+     .option("endpoints", endpoint).option("topic", topic).option("format", "json")
      .option("guarantee", guarantee).save())
 
 
@@ -223,7 +223,7 @@ def run_streaming(spark: SparkSession, endpoint: str, checkpoint: str, *, run: s
                                max_rows_per_batch=max_rows_per_batch)
         stats = with_run(delay_stats(flights, key), "streaming", run)
         query = (stats.writeStream.format("rsocket").outputMode("complete")
-                 .option("endpoint", endpoint).option("topic", topic)
+                 .option("endpoints", endpoint).option("topic", topic)
                  .option("format", "json").option("guarantee", "exactly-once")
                  .option("sinkId", f"flights-delay-stats-by-{key}")
                  .option("checkpointLocation", str(Path(checkpoint, key)))
