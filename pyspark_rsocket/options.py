@@ -46,6 +46,7 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import overload
 
 __all__ = ["DEFAULT_BATCH_BYTES", "FORMATS", "READ_OPTIONS", "ReadOptions",
            "check_option_names", "parse_read_options", "parse_positive_int"]
@@ -110,10 +111,19 @@ class ReadOptions:
     batch_size: int = 8192
     max_rows_per_batch: int | None = None
     max_rows_per_partition: int | None = None
-    starting_offsets: object = "earliest"
+    starting_offsets: str | dict[str, dict[str, int]] = "earliest"
     timeout: float = 60.0
     data_mime_type: str = "application/json"
     batch_bytes: int = DEFAULT_BATCH_BYTES
+
+    @property
+    def log_topic(self) -> str:
+        """The topic, in log mode.
+
+        :raises ValueError: not in log mode (no option ``topic``)."""
+        if self.topic is None:
+            raise ValueError("rsocket option 'topic' is needed here (the offsets protocol)")
+        return self.topic
 
     @property
     def log_mode(self) -> bool:
@@ -130,6 +140,16 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
             if key.lower() == lowered:
                 return v
     return value
+
+
+@overload
+def parse_positive_int(options: Mapping[str, str], name: str, default: int,
+                       maximum: int = ...) -> int: ...
+
+
+@overload
+def parse_positive_int(options: Mapping[str, str], name: str, default: None,
+                       maximum: int = ...) -> int | None: ...
 
 
 def parse_positive_int(options: Mapping[str, str], name: str, default: int | None,
@@ -180,7 +200,7 @@ def _check_endpoint(endpoint: str) -> None:
                          f"{exc}") from None
 
 
-def _parse_offsets(raw: str) -> object:
+def _parse_offsets(raw: str) -> str | dict[str, dict[str, int]]:
     text = raw.strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower()

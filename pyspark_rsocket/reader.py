@@ -114,7 +114,7 @@ def log_end_offsets(endpoint: str, topic: str, timeout: float) -> dict[int, int]
     payload = rt.request_response(endpoint, {"topic": topic}, route=ROUTE_OFFSETS,
                                   timeout=timeout)
     try:
-        answer = json.loads(payload.data)
+        answer = json.loads(payload.data if payload is not None else b"")
         return {int(k): int(v) for k, v in answer["shards"].items()}
     except (AttributeError, ValueError, KeyError, TypeError):
         raise ValueError(f"{endpoint}: {ROUTE_OFFSETS} answered {payload!r}, not "
@@ -231,7 +231,7 @@ def _read_log_batches(options: ReadOptions, conv: ChunkConverter, part: LogParti
             for payload in chunk:
                 data = payload.data
                 try:
-                    first, lengths, body = batch_layout(data)
+                    first, lengths, records_at = batch_layout(data)
                 except RecordBatchError as exc:
                     raise OffsetGapError(f"{where}: a malformed record batch at offset "
                                          f"{expected}: {exc}") from None
@@ -240,7 +240,7 @@ def _read_log_batches(options: ReadOptions, conv: ChunkConverter, part: LogParti
                                          f"got {first} (a record batch's first offset); "
                                          f"failing the task so that Spark retries it")
                 expected += len(lengths)
-                bodies.append(data[body:])
+                bodies.append(data[records_at:])
             if expected > part.stop:
                 raise OffsetGapError(f"{where}: more records than offsets [{part.start}, "
                                      f"{part.stop}) asked for")
@@ -294,7 +294,7 @@ def _shard_ends(options: ReadOptions) -> dict[str, dict[int, int]]:
     """``{endpoint: {shard: end}}`` now, restricted to the ``shards`` option."""
     ends = {}
     for endpoint in options.endpoints:
-        shards = log_end_offsets(endpoint, options.topic, options.timeout)
+        shards = log_end_offsets(endpoint, options.log_topic, options.timeout)
         if options.shards is not None:
             shards = {s: e for s, e in shards.items() if s in options.shards}
         ends[endpoint] = shards
@@ -331,10 +331,11 @@ class RSocketReader(DataSourceReader):
         for endpoint, shards in ends.items():
             for shard, end in sorted(shards.items()):
                 if step is None or end <= step:
-                    parts.append(LogPartition(endpoint, opts.topic, shard, 0, end))
+                    parts.append(LogPartition(endpoint, opts.log_topic, shard, 0, end))
                     continue
                 for a in range(0, end, step):
-                    parts.append(LogPartition(endpoint, opts.topic, shard, a, min(end, a + step)))
+                    parts.append(LogPartition(endpoint, opts.log_topic, shard, a,
+                                              min(end, a + step)))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator:
@@ -385,11 +386,11 @@ class RSocketStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """``startingOffsets``: earliest (every shard at 0), latest (the ends now), or given."""
         start = self.options.starting_offsets
+        if isinstance(start, dict):
+            return {ep: dict(start.get(ep, {})) for ep in self.options.endpoints}
         if start == "latest":
             return self._now()
-        if start == "earliest":
-            return {ep: dict.fromkeys(shards, 0) for ep, shards in self._now().items()}
-        return {ep: dict(start.get(ep, {})) for ep in self.options.endpoints}
+        return {ep: dict.fromkeys(shards, 0) for ep, shards in self._now().items()}
 
     def getDefaultReadLimit(self):
         """``ReadMaxRows(maxRowsPerBatch x shards)`` when ``maxRowsPerBatch`` is set."""
@@ -447,11 +448,13 @@ class RSocketStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for shard, stop in sorted(end[ep].items(), key=lambda kv: int(kv[0])):
                 s = (start or {}).get(ep, {}).get(shard, 0)
                 if stop > s:
-                    parts.append(LogPartition(ep, self.options.topic, int(shard), s, stop))
+                    parts.append(LogPartition(ep, self.options.log_topic, int(shard), s, stop))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator:
         """Arrow record batches of one range (see :func:`read_log_range`)."""
+        if not isinstance(partition, LogPartition):
+            return iter(())  # (the planner makes only LogPartitions)
         return read_log_range(self.options, self.schema, partition)
 
     def commit(self, end: dict) -> None:

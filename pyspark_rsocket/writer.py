@@ -77,7 +77,7 @@ from ._runtime import send_records
 try:  # PySpark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
 except ImportError:  # pragma: no cover - PySpark 4.0: rows instead of Arrow batches
-    _StreamWriterBase = DataSourceStreamWriter
+    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[misc, assignment]
 
 __all__ = [
     "ROUTE_ABORT",
@@ -256,7 +256,9 @@ def _finite(value):
     return value
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: UTC (``datetime.UTC`` is Python 3.11+; this package supports 3.10)
+_UTC = datetime.timezone.utc  # noqa: UP017
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _MICROSECOND = datetime.timedelta(microseconds=1)
 
@@ -304,7 +306,7 @@ def _timestamp_micros(aware: bool) -> Callable[[Any], str]:
     time for a time-zone-aware column (PySpark's Rows), UTC wall time for timestamp_ntz."""
     def text(key) -> str:
         if key.tzinfo is None:
-            key = key.astimezone(datetime.UTC) if aware else key.replace(tzinfo=datetime.UTC)
+            key = key.astimezone(_UTC) if aware else key.replace(tzinfo=_UTC)
         return str((key - _EPOCH) // _MICROSECOND)
     return text
 
@@ -530,15 +532,17 @@ def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
         column names is encoded row by row (the last column of a name wins).
     """
     if fmt == "binary":
-        def encode(batch) -> list[bytes]:
+        def encode_binary(batch) -> list[bytes]:
             if isinstance(batch, list):
                 values = [row["data"] for row in batch]
             else:
                 values = batch.column(batch.schema.get_field_index("data")).to_pylist()
             return [b"" if v is None else (v.encode("utf-8") if isinstance(v, str) else bytes(v))
                     for v in values]
-        return encode
+        return encode_binary
 
+    #: how a map key of an Arrow type becomes a key of the record (None: as it is)
+    key_text: Callable[[Any], Callable[[Any], Any] | None]
     if fmt == "json":
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                                  default=_json_default).encode
@@ -555,13 +559,14 @@ def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
             except ValueError:
                 return dumps(_finite(value))
 
-        def key_text(key_type) -> Callable[[Any], str]:
+        def json_key_text(key_type) -> Callable[[Any], str]:
             return _json_key_text(key_type, dump_value)
+        key_text = json_key_text
     else:
         import cbor2
 
         def encode_one(obj) -> bytes:
-            return cbor2.dumps(obj, timezone=datetime.UTC)
+            return cbor2.dumps(obj, timezone=_UTC)
         key_text = _cbor_key
 
     row_converters: list | None = None
@@ -653,10 +658,10 @@ def _chunks(items: Iterable, encode) -> Iterator[list[bytes]]:
 # requests from a task thread
 
 
-def call(endpoint: str, route: str, request: dict, timeout: float) -> dict:
+def call(endpoint: str, route: str, request: dict, timeout: float) -> Any:
     """Request-response with JSON ``request`` on ``route``, from a non-reactor thread.
 
-    :returns: the decoded JSON response.
+    :returns: the decoded JSON response (a dict from the stream log; None for no data).
     :raises rsocket_tx.RSocketError: the responder answered with an ERROR.
     :raises TimeoutError: no answer within ``timeout`` seconds.
     """
@@ -825,7 +830,7 @@ class RSocketStreamWriter(_SinkBase, _StreamWriterBase):
             batch_text = "-1"
         query = None
         if self.opts.guarantee == EXACTLY_ONCE:
-            query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY)
+            query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
             query = f"{self.opts.sink_id}/{query_id}" if query_id else self.opts.sink_id
         return self._write(iterator, query, int(batch_text))
 

@@ -287,7 +287,7 @@ class StageError(StreamLogError):
 
 
 @contextmanager
-def _invalid(route_name: str):
+def _invalid(route_name: str | None):
     """Answer a :class:`StreamLogError` raised inside with ERROR[INVALID] "route: reason"."""
     try:
         yield
@@ -374,7 +374,7 @@ class StreamLog:
         self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        self._pid = None
+        self._pid: int | None = None
         self._keys: dict[tuple[str, int], int] = {}
         self._connect()
 
@@ -756,8 +756,8 @@ class StreamLog:
         dropped (also partitions not listed: attempts that did not succeed) and the batch is
         recorded as committed. The rows are not copied: a commit writes one *segment* per
         partition (the shard's next offsets now name the staged rows where they are), so it
-        costs the same for 10 rows as for 10 million. A later commit of the same ``(query, batch)`` changes nothing
-        (and drops what was staged again for it).
+        costs the same for 10 rows as for 10 million. A later commit of the same
+        ``(query, batch)`` changes nothing (and drops what was staged again for it).
 
         :returns: ``(rows, duplicate)``: the rows published (by the first commit, when
             ``duplicate``).
@@ -1142,9 +1142,9 @@ class StreamLogResponder(Responder):
         self.auto_create = _setting_bool("auto_create", auto_create)
         self.default_shards = _setting_int("default_shards", default_shards, 1, MAX_SHARDS)
         self.batch_bytes = _setting_int("batch_bytes", batch_bytes, 64, MAX_BATCH_BYTES)
-        if log is None:
-            log = StreamLog.shared(path, synchronous=synchronous)
-        self.stream_log = log
+        # (exactly one of log and path, checked above)
+        self.stream_log = log if log is not None else \
+            StreamLog.shared(str(path), synchronous=synchronous)
 
     # -- request helpers ------------------------------------------------------------------
 
@@ -1177,7 +1177,7 @@ class StreamLogResponder(Responder):
         codec = codec_for(request.response_mime_type)
         if codec is BYTES or codec is TEXT:  # no object codec: JSON anyway
             return Payload(json.dumps(value, separators=(",", ":")).encode())
-        return request.encode(value)
+        return request.encode(value) or Payload(b"")  # (value is never None here)
 
     def _target(self, request: Request, topic, shard, create: bool) -> tuple[str, int]:
         with _invalid(request.route):
