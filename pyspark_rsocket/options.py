@@ -65,10 +65,13 @@ ARROW_MIME = "application/vnd.apache.arrow.stream"
 READ_OPTIONS = (
     "endpoints", "topic", "shards", "route", "data", "format", "prefetch", "batchSize",
     "batchBytes", "maxRowsPerBatch", "maxRowsPerPartition", "startingOffsets", "timeout",
-    "dataMimeType", "path",
+    "dataMimeType",
 )
 #: Old or mistaken spellings refused with the name to use instead.
 RENAMED = {"endpoint": "endpoints"}
+#: Options Spark itself sets (``writeStream``'s checkpoint, ``load``/``save``'s path):
+#: accepted on both sides, never suggested.
+SPARK_OPTIONS = ("checkpointLocation", "path")
 
 
 def check_option_names(options: Iterable[str], known: Iterable[str], side: str) -> None:
@@ -79,9 +82,10 @@ def check_option_names(options: Iterable[str], known: Iterable[str], side: str) 
     :raises ValueError: an unknown option; the message names it and what to use.
     """
     by_lower = {name.lower(): name for name in known}
+    spark = {name.lower() for name in SPARK_OPTIONS}
     for name in sorted(options):
         lowered = name.lower()
-        if lowered in by_lower:
+        if lowered in by_lower or lowered in spark:
             continue
         if lowered in RENAMED:
             raise ValueError(f"rsocket {side} option {name!r} is called "
@@ -89,7 +93,7 @@ def check_option_names(options: Iterable[str], known: Iterable[str], side: str) 
         close = difflib.get_close_matches(lowered, list(by_lower), n=1, cutoff=0.6)
         hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
         raise ValueError(f"unknown rsocket {side} option {name!r}: {hint}known: "
-                         f"{', '.join(n for n in known if n != 'path')}")
+                         f"{', '.join(known)}")
 
 
 @dataclass(frozen=True)

@@ -101,10 +101,10 @@ ROUTE_COMMIT = "log.commit"
 ROUTE_ABORT = "log.abort"
 
 FORMATS = ("json", "cbor", "binary", "arrow")
-#: Every writer option, as documented (Spark's option names are case-insensitive; ``path``
-#: is what ``save(path)`` sets: the endpoint).
+#: Every writer option, as documented (Spark's option names are case-insensitive; ``path``,
+#: what ``save(path)`` sets, is taken as the endpoint).
 WRITE_OPTIONS = ("endpoints", "topic", "shard", "format", "guarantee", "sinkId", "timeout",
-                 "batchBytes", "path")
+                 "batchBytes")
 AT_LEAST_ONCE = "at-least-once"
 EXACTLY_ONCE = "exactly-once"
 GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE)

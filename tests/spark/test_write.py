@@ -228,6 +228,13 @@ def test_a_misspelt_option_names_the_closest_known_one():
                           SCHEMA)
 
 
+def test_the_options_spark_sets_are_accepted():
+    """writeStream passes checkpointLocation, save(path) passes path (the endpoint)."""
+    opts = SinkOptions.parse({"path": "tcp:host=h:port=1", "topic": "t",
+                              "checkpointLocation": "/tmp/ck"}, SCHEMA)
+    assert opts.endpoint == "tcp:host=h:port=1"
+
+
 def test_streaming_exactly_once_needs_sink_id():
     with pytest.raises(ValueError, match="needs option 'sinkId'"):
         RSocketStreamWriter({"endpoints": "e", "topic": "t", "guarantee": "exactly-once"}, SCHEMA)
