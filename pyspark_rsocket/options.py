@@ -69,9 +69,10 @@ READ_OPTIONS = (
 )
 #: Old or mistaken spellings refused with the name to use instead.
 RENAMED = {"endpoint": "endpoints"}
-#: Options Spark itself sets (``writeStream``'s checkpoint, ``load``/``save``'s path):
-#: accepted on both sides, never suggested.
-SPARK_OPTIONS = ("checkpointLocation", "path")
+#: Options Spark itself sets (``writeStream``'s ``checkpointLocation`` and ``queryName``,
+#: ``load``/``save``'s ``path``, and its internal ``__``-prefixed ones): accepted on both
+#: sides, never suggested.
+SPARK_OPTIONS = ("checkpointLocation", "queryName", "path", "paths")
 
 
 def check_option_names(options: Iterable[str], known: Iterable[str], side: str) -> None:
@@ -85,7 +86,7 @@ def check_option_names(options: Iterable[str], known: Iterable[str], side: str) 
     spark = {name.lower() for name in SPARK_OPTIONS}
     for name in sorted(options):
         lowered = name.lower()
-        if lowered in by_lower or lowered in spark:
+        if lowered in by_lower or lowered in spark or lowered.startswith("__"):
             continue
         if lowered in RENAMED:
             raise ValueError(f"rsocket {side} option {name!r} is called "

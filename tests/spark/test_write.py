@@ -229,9 +229,11 @@ def test_a_misspelt_option_names_the_closest_known_one():
 
 
 def test_the_options_spark_sets_are_accepted():
-    """writeStream passes checkpointLocation, save(path) passes path (the endpoint)."""
+    """writeStream passes checkpointLocation and queryName, save(path) passes path (the
+    endpoint)."""
     opts = SinkOptions.parse({"path": "tcp:host=h:port=1", "topic": "t",
-                              "checkpointLocation": "/tmp/ck"}, SCHEMA)
+                              "checkpointLocation": "/tmp/ck", "queryName": "q",
+                              "__partition_columns": "[]"}, SCHEMA)
     assert opts.endpoint == "tcp:host=h:port=1"
 
 
