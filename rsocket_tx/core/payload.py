@@ -9,9 +9,9 @@ class Payload:
     """Application data and metadata carried by a request or a PAYLOAD frame.
 
     :param data: the data, as bytes (``b""`` for none); a bytearray or memoryview is copied.
-    :param metadata: the metadata as bytes (likewise), or ``None`` for *no metadata*. ``None`` and ``b""``
-        differ on the wire: ``None`` sends no (M)etadata flag, ``b""`` sends the M flag with a
-        metadata length of 0 (spec §Metadata Optional Header).
+    :param metadata: the metadata as bytes (likewise), or ``None`` for *no metadata*. ``None``
+        and ``b""`` differ on the wire: ``None`` sends no (M)etadata flag, ``b""`` sends the M
+        flag with a metadata length of 0 (spec §Metadata Optional Header).
     :raises TypeError: if ``data`` or ``metadata`` is not bytes-like.
     """
 
