@@ -96,7 +96,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 # the sans-IO layers (no Twisted, time passed in): the mux layer, the RSocket core, the Jini mux
-TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/build.py rsocket_tx/jini/codec.py \
+TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/jini/codec.py \
 	rsocket_tx/jini/connection.py rsocket_tx/jini/config.py rsocket_tx/jini/events.py \
 	rsocket_tx/jini/errors.py rsocket_tx/reactivesocket/frames.py \
 	rsocket_tx/reactivesocket/connection.py rsocket_tx/reactivesocket/errors.py \

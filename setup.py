@@ -104,10 +104,14 @@ class OptionalBuildExt(build_ext):
         # (pip reads it several times: requirements, metadata)
         if pure_requested():
             warn(f"{PURE_SWITCH} is set: installing pure Python")
-            self.distribution.ext_modules = []
+            extensions = []
         else:
-            self.distribution.ext_modules = mypyc_extensions()
+            extensions = mypyc_extensions()
+        # the placeholder stays when there is nothing to build: the distribution keeps "has
+        # extension modules", so that install puts the package where the wheel's tag says
+        self.distribution.ext_modules = extensions or PLACEHOLDER
         super().finalize_options()
+        self.extensions = extensions
 
     def run(self) -> None:
         if not self.extensions:
