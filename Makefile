@@ -1,16 +1,21 @@
 # rsocket_tx developer targets.  Given python3 >= 3.10 with venv and, for the interop peers,
 # node 20 + npm, Java 17 + Maven, cargo and go, everything else is installed by these targets.
 #
-#   make venv   create .venv and install rsocket_tx (editable) with the dev extras
+#   make venv   create .venv and install rsocket_tx (editable) with the dev extras, its sans-IO
+#               layers compiled with mypyc (setup.py; RSOCKET_TX_PURE=1: pure Python)
 #   make peers  install/build the interop peers into tests/interop/peers/ (install_peers.sh:
 #               rsocket-js, rsocket-py, rsocket-java, Spring Boot, rsocket-rust, rsocket-go)
-#   make test   venv + peers, then the whole pytest suite (interop included)
+#   make test   venv + peers, then the whole pytest suite (interop included), on the compiled
+#               build (tests/test_compiled.py fails if it is not compiled)
+#   make test-pure   the sans-IO and protocol suites on the pure-Python build: a copy of the
+#               tree without the compiled modules (build/pure), with the venv's packages
 #   make lint   ruff check .
 #   make typecheck   mypy (with mypy-zope) on all of rsocket_tx and pyspark_rsocket, strict on
 #               the mux layer and the public API modules (pyproject.toml [tool.mypy])
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
-#               (installs only the package into .venv: no extras, no peers)
+#               (installs only the package into .venv, pure Python: no extras, no peers, no
+#               compile; after make venv it uses that install as it is)
 #   make bench  python -m benchmarks.run
 #   make bench-memory   python -m benchmarks.memory: server memory per idle connection, per open
 #               stream and per Jini session, beside rsocket-java and River (docs/benchmarks.rst)
@@ -33,14 +38,19 @@ DEMO_STAMP := $(VENV)/.rsocket_tx-demo-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers browser chromium test lint typecheck docs demo bench bench-memory stress fuzz \
+.PHONY: venv peers browser chromium test test-pure lint typecheck docs demo bench bench-memory stress fuzz \
 	pipeline clean
 
 venv: $(STAMP)
 
+# what setup.py compiles (rsocket_tx/build.py COMPILED_MODULES, among these folders): an edit
+# reinstalls, so that no extension module older than its source shadows it
+COMPILED_SOURCES := $(wildcard rsocket_tx/mux/*.py rsocket_tx/core/*.py rsocket_tx/build.py)
+
 # The editable install alone gives a working `twistd rsocket`: setup.cfg's package_dir makes it
-# put the repository root (and so twisted/plugins/rsocket_tx_plugin.py) on sys.path.
-$(STAMP): setup.cfg pyproject.toml Makefile
+# put the repository root (and so twisted/plugins/rsocket_tx_plugin.py) on sys.path. It builds
+# the compiled modules in place, next to their sources (git-ignored *.so).
+$(STAMP): setup.cfg setup.py mypyc.ini pyproject.toml Makefile $(COMPILED_SOURCES)
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e '.[dev]'
@@ -62,8 +72,27 @@ chromium:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
+# the build tests/test_compiled.py expects: compiled, unless RSOCKET_TX_PURE is set
+EXPECTED_BUILD := $(if $(filter 1 true yes on,$(RSOCKET_TX_PURE)),pure,compiled)
+
 test: venv peers browser chromium
-	$(VPY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	RSOCKET_TX_BUILD=$(EXPECTED_BUILD) $(VPY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# The pure-Python build beside the compiled one: the editable install put extension modules
+# next to the sources, so the pure build is a copy of the tree without them (build/pure, which
+# comes first on sys.path), tested with the venv's packages.
+PURE_TREE := build/pure
+PURE_TESTS ?= tests/mux tests/core tests/jini tests/rsnet tests/reactivesocket \
+	tests/test_protocol.py tests/test_requester_responder.py tests/test_lease.py \
+	tests/test_resume.py tests/test_compiled.py
+
+test-pure: venv
+	rm -rf $(PURE_TREE) && mkdir -p $(PURE_TREE)
+	tar -c --exclude='*.so' --exclude='*.pyd' --exclude=__pycache__ \
+		--exclude=tests/interop/peers --exclude=node_modules \
+		pyproject.toml setup.cfg rsocket_tx twisted tests | tar -x -C $(PURE_TREE)
+	cd $(PURE_TREE) && RSOCKET_TX_BUILD=pure PYTHONPATH=. $(CURDIR)/$(VPY) -m pytest \
+		-p no:cacheprovider $(PURE_TESTS) $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -82,9 +111,11 @@ docs: venv
 demo: $(DEMO_STAMP)
 	bash scripts/demo.sh
 
-$(DEMO_STAMP): setup.cfg pyproject.toml
+# Pure Python (RSOCKET_TX_PURE=1): the demo is not a benchmark, and compiling would add about
+# a minute of a quiet 2-core machine to it; an existing make venv install is kept as it is.
+$(DEMO_STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet -e .
+	test -f $(STAMP) || RSOCKET_TX_PURE=1 $(VPY) -m pip install --quiet -e .
 	touch $@
 
 bench: venv

@@ -7,6 +7,7 @@ extensions (composite metadata, routing, authentication, MIME types, tracing) ar
 :mod:`rsocket_tx.extensions`, data codecs in :mod:`rsocket_tx.codecs`.
 """
 
+from .build import compiled
 from .client import connect
 from .core.errors import (
     ApplicationError,
@@ -40,6 +41,9 @@ from .streams import DecodedStream, RequestStream
 #: The package version, its one source: setup.cfg reads it (``attr:``), and so do the docs and
 #: ``rsocket-tx --version``; installed, ``importlib.metadata.version("rsocket_tx")`` agrees.
 __version__ = "0.1.0"
+
+# ``compiled`` (imported above from :mod:`rsocket_tx.build`): True when the sans-IO layers run
+# compiled with mypyc, False for the pure-Python build; ``rsocket-tx --version`` prints it.
 
 __all__ = [
     "ApplicationError",
@@ -75,6 +79,7 @@ __all__ = [
     "SetupInfo",
     "UnsupportedSetupError",
     "__version__",
+    "compiled",
     "connect",
     "route",
     "serve",

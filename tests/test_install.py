@@ -28,8 +28,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: what a build of the project reads
-PROJECT_FILES = ("setup.cfg", "pyproject.toml", "README.rst", "LICENSE", "rsocket_tx",
-                 "pyspark_rsocket", "twisted")
+PROJECT_FILES = ("setup.cfg", "setup.py", "mypyc.ini", "pyproject.toml", "README.rst", "LICENSE",
+                 "rsocket_tx", "pyspark_rsocket", "twisted")
 #: seconds any one step may take (the machine may be loaded)
 STEP_TIMEOUT = 300
 #: ``twistd`` itself, run with ``python -c``
@@ -38,8 +38,11 @@ TWISTD = "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """Run ``argv`` in ``cwd`` without PYTHONPATH (nothing but the venv decides what is
-    importable); stdout and stderr captured as text."""
+    importable); stdout and stderr captured as text. Builds are pure Python
+    (``RSOCKET_TX_PURE=1``): these tests check the packaging, not the compile (a minute or more
+    each; ``make test`` runs on the compiled build, checked by ``tests/test_compiled.py``)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["RSOCKET_TX_PURE"] = "1"
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=STEP_TIMEOUT)
 
@@ -62,7 +65,8 @@ def copy_project(project: Path) -> Path:
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, project / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "dropin.cache"))
+                            ignore=shutil.ignore_patterns("__pycache__", "dropin.cache", "*.so",
+                                                          "*.pyd"))
         else:
             project.mkdir(exist_ok=True)
             shutil.copy2(source, project / name)

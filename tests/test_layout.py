@@ -54,6 +54,8 @@ RSOCKET_MODULES = {
     # the API
     "client", "server", "requester", "responder", "routing", "codecs", "authentication",
     "interceptors", "reconnect", "loadbalance", "metrics", "otel", "testing",
+    # which build runs: compiled (mypyc) or pure Python
+    "build",
 }
 
 #: old import path -> where that module is; the old paths were aliases, removed before the

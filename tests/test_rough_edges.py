@@ -265,7 +265,8 @@ def test_unreadable_tls_key_is_a_usage_error(tmp_path):
 async def test_version():
     result = await run_cli(["--version"])
     assert (result.status, result.stderr) == (EXIT_OK, "")
-    assert result.stdout == f"rsocket-tx {rsocket_tx.__version__}\n".encode()
+    build = "compiled: mypyc" if rsocket_tx.compiled else "pure Python"
+    assert result.stdout == f"rsocket-tx {rsocket_tx.__version__} ({build})\n".encode()
 
 
 def test_did_you_mean_an_option():

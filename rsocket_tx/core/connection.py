@@ -41,11 +41,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from struct import Struct
-from typing import Literal
+from typing import Final, Literal
 
 from ..mux.credit import Credit, CreditUnit
 from ..mux.errors import IdsExhausted
 from ..mux.ids import ParityIds
+from ..mux.native import mypyc_attr
 from ..mux.outbox import Outbox
 from ..mux.reassembly import ReassemblyBudget
 from ..mux.streams import MuxStream, StreamTable
@@ -170,8 +171,8 @@ _PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 
 
 class Role:
-    CLIENT = "client"
-    SERVER = "server"
+    CLIENT: Final = "client"
+    SERVER: Final = "server"
 
 
 # state: connection lifecycle
@@ -219,6 +220,7 @@ _STREAM_TABLE = {
 }
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RSocketConnection:
     """One RSocket connection, client or server side, with no I/O.
 
@@ -295,6 +297,8 @@ class RSocketConnection:
         self.batch_payloads = False
         # resumption (None/0 unless the SETUP carried a resume token)
         self.resume_buffer: ResumeBuffer | None = None
+        # the resumable send path (_queue_resumable ...) once resume is enabled, until closed
+        self._resumable_send = False
         self._received = 0  # implied position of the stream frames received
         self.resume_token: bytes | None = None
         self._detached_at = 0.0
@@ -533,7 +537,13 @@ class RSocketConnection:
         if self._frame_logger is not None:
             self._frame_logger("send", decode(frame_bytes))
 
-    _queue = _queue_now  # replaced per instance by _queue_resumable once resume is enabled
+    def _queue(self, frame_bytes: bytes) -> None:
+        """Queue one frame: :meth:`_queue_resumable` on a resumable session, else
+        :meth:`_queue_now`."""
+        if self._resumable_send:
+            self._queue_resumable(frame_bytes)
+        else:
+            self._queue_now(frame_bytes)
 
     def _queue_payload_bearing(self, frame_type: int, sid: int, flags: int, fixed: bytes,
                                data: bytes, metadata: bytes | None) -> None:
@@ -542,6 +552,9 @@ class RSocketConnection:
         The hot path of sending: the length prefix is packed with the header, so one unfragmented
         frame costs one header pack and one concatenation.
         """
+        if self._resumable_send:
+            self._queue_payload_bearing_resumable(frame_type, sid, flags, fixed, data, metadata)
+            return
         n = 6 + len(fixed) + len(data) + (0 if metadata is None else len(metadata) + 3)
         if n > self._limit:
             for f in fragment(frame_type, sid, fixed, data, metadata, flags & FLAG_COMPLETE != 0,
@@ -1374,10 +1387,8 @@ class RSocketConnection:
         if send:
             self._queue(self._error_bytes(0, error.error_code, error.message))
         self.state = _CLOSED
-        # the resumable send path is bound to this instance (see _enable_resume): a closed
-        # connection sends nothing more, and dropping it leaves no cycle
-        self.__dict__.pop("_queue", None)
-        self.__dict__.pop("_queue_payload_bearing", None)
+        # a closed connection sends nothing more: the plain send path
+        self._resumable_send = False
         self._awaiting.clear()
         self._serving.clear()
         for stream in self._streams.clear():
@@ -1451,11 +1462,8 @@ class RSocketConnection:
         self.resume_token = token
         self.resume_buffer = ResumeBuffer(self.config.max_resume_buffer_size)
         self._update_fast()
-        # the resumable send path replaces the plain one for this instance only: with resume
-        # off, sending costs nothing extra
-        self._queue = self._queue_resumable  # type: ignore[method-assign]  # per instance
-        self._queue_payload_bearing = (  # type: ignore[method-assign]  # (likewise)
-            self._queue_payload_bearing_resumable)
+        # the resumable send path from now on (one flag test on the plain one)
+        self._resumable_send = True
 
     def _resume_state(self) -> ResumeBuffer:
         """The resume buffer of a resumable connection (set by :meth:`_enable_resume`)."""

@@ -5,6 +5,8 @@ Each event is a small slotted object; the Twisted layer dispatches on ``type(eve
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .errors import RSocketError
 from .frames import FrameType, LeaseFrame, ResumeFrame, SetupFrame
 from .payload import Payload
@@ -30,15 +32,18 @@ __all__ = [
 
 class Event:
     __slots__: tuple[str, ...] = ()
+    #: the fields, for repr and ==: the ``__slots__`` again (the compiled build keeps no
+    #: ``__slots__`` attribute)
+    _fields: ClassVar[tuple[str, ...]] = ()
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
         return f"{type(self).__name__}({fields})"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+        return all(getattr(self, k) == getattr(other, k) for k in self._fields)
 
 
 class SetupReceived(Event):
@@ -49,6 +54,7 @@ class SetupReceived(Event):
     """
 
     __slots__ = ("setup",)
+    _fields = ("setup",)
 
     def __init__(self, setup: SetupFrame) -> None:
         self.setup = setup
@@ -63,6 +69,7 @@ class RequestReceived(Event):
     """
 
     __slots__ = ("stream_id", "frame_type", "payload", "initial_request_n", "complete")
+    _fields = ("stream_id", "frame_type", "payload", "initial_request_n", "complete")
 
     def __init__(self, stream_id: int, frame_type: FrameType, payload: Payload,
                  initial_request_n: int = 0, complete: bool = False) -> None:
@@ -77,6 +84,7 @@ class PayloadReceived(Event):
     """onNext and/or onComplete on a stream: ``payload`` is None for a bare COMPLETE."""
 
     __slots__ = ("stream_id", "payload", "complete")
+    _fields = ("stream_id", "payload", "complete")
 
     def __init__(self, stream_id: int, payload: Payload | None, complete: bool) -> None:
         self.stream_id = stream_id
@@ -92,6 +100,7 @@ class PayloadsReceived(Event):
     a :class:`PayloadReceived`. ``payloads`` is a list of :class:`Payload` (at least one)."""
 
     __slots__ = ("stream_id", "payloads")
+    _fields = ("stream_id", "payloads")
 
     def __init__(self, stream_id: int, payloads: list[Payload]) -> None:
         self.stream_id = stream_id
@@ -102,6 +111,7 @@ class RequestNReceived(Event):
     """The peer granted ``n`` more items on ``stream_id`` (already added to our credit)."""
 
     __slots__ = ("stream_id", "n")
+    _fields = ("stream_id", "n")
 
     def __init__(self, stream_id: int, n: int) -> None:
         self.stream_id = stream_id
@@ -119,6 +129,7 @@ class CancelReceived(Event):
     """
 
     __slots__ = ("stream_id", "responding")
+    _fields = ("stream_id", "responding")
 
     def __init__(self, stream_id: int, responding: bool = True) -> None:
         self.stream_id = stream_id
@@ -133,6 +144,7 @@ class StreamErrored(Event):
     """
 
     __slots__ = ("stream_id", "error")
+    _fields = ("stream_id", "error")
 
     def __init__(self, stream_id: int, error: RSocketError) -> None:
         self.stream_id = stream_id
@@ -143,6 +155,7 @@ class MetadataPushReceived(Event):
     """METADATA_PUSH from the peer (spec §METADATA_PUSH Frame)."""
 
     __slots__ = ("metadata",)
+    _fields = ("metadata",)
 
     def __init__(self, metadata: bytes) -> None:
         self.metadata = metadata
@@ -152,6 +165,7 @@ class LeaseReceived(Event):
     """LEASE from the peer (spec §LEASE Frame)."""
 
     __slots__ = ("lease",)
+    _fields = ("lease",)
 
     def __init__(self, lease: LeaseFrame) -> None:
         self.lease = lease
@@ -169,6 +183,7 @@ class ConnectionClosing(Event):
     """
 
     __slots__ = ("error", "by_peer", "open_streams")
+    _fields = ("error", "by_peer", "open_streams")
 
     def __init__(self, error: RSocketError | None, by_peer: bool, open_streams: int) -> None:
         self.error = error
@@ -185,6 +200,7 @@ class ConnectionClosed(Event):
     """
 
     __slots__ = ("error", "by_peer")
+    _fields = ("error", "by_peer")
 
     def __init__(self, error: RSocketError | None, by_peer: bool) -> None:
         self.error = error
@@ -203,6 +219,7 @@ class ConnectionDetached(Event):
     """
 
     __slots__ = ("error",)
+    _fields = ("error",)
 
     def __init__(self, error: RSocketError) -> None:
         self.error = error
@@ -217,6 +234,7 @@ class ConnectionResumed(Event):
     """
 
     __slots__ = ("position", "resent")
+    _fields = ("position", "resent")
 
     def __init__(self, position: int, resent: int) -> None:
         self.position = position
@@ -232,6 +250,7 @@ class ResumeReceived(Event):
     """
 
     __slots__ = ("frame",)
+    _fields = ("frame",)
 
     def __init__(self, frame: ResumeFrame) -> None:
         self.frame = frame

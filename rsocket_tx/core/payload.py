@@ -8,22 +8,22 @@ __all__ = ["Payload"]
 class Payload:
     """Application data and metadata carried by a request or a PAYLOAD frame.
 
-    :param data: the data, as bytes (``b""`` for none).
-    :param metadata: the metadata as bytes, or ``None`` for *no metadata*. ``None`` and ``b""``
-        differ on the wire: ``None`` sends no (M)etadata flag, ``b""`` sends the M flag with a
-        metadata length of 0 (spec §Metadata Optional Header).
+    :param data: the data, as bytes (``b""`` for none); a bytearray or memoryview is copied.
+    :param metadata: the metadata as bytes (likewise), or ``None`` for *no metadata*. ``None``
+        and ``b""`` differ on the wire: ``None`` sends no (M)etadata flag, ``b""`` sends the M
+        flag with a metadata length of 0 (spec §Metadata Optional Header).
     :raises TypeError: if ``data`` or ``metadata`` is not bytes-like.
     """
 
     __slots__ = ("data", "metadata")
 
-    def __init__(self, data: bytes = b"", metadata: bytes | None = None) -> None:
-        if data.__class__ is not bytes:
-            data = _to_bytes(data, "data")
-        if metadata is not None and metadata.__class__ is not bytes:
-            metadata = _to_bytes(metadata, "metadata")
-        self.data = data
-        self.metadata = metadata
+    def __init__(self, data: bytes | bytearray | memoryview = b"",
+                 metadata: bytes | bytearray | memoryview | None = None) -> None:
+        # bytes as they are (the common case: one type test), bytearray and memoryview copied
+        self.data: bytes = data if type(data) is bytes else _to_bytes(data, "data")
+        self.metadata: bytes | None = (
+            metadata if metadata is None or type(metadata) is bytes
+            else _to_bytes(metadata, "metadata"))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Payload):

@@ -156,14 +156,17 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
 class VersionAction(argparse.Action):
-    """``--version``: print ``rsocket-tx VERSION`` on standard output and exit 0."""
+    """``--version``: print ``rsocket-tx VERSION (BUILD)`` on standard output and exit 0; BUILD
+    is ``compiled: mypyc`` or ``pure Python`` (:func:`rsocket_tx.build.describe`)."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
                  help="print the version and exit"):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        raise ParserExit(EXIT_OK, f"{PROG} {package_version()}\n", stdout=True)
+        from ..build import describe
+
+        raise ParserExit(EXIT_OK, f"{PROG} {package_version()} ({describe()})\n", stdout=True)
 
 
 def package_version() -> str:

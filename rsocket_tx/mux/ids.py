@@ -24,31 +24,14 @@ raises) and instead :meth:`~PeerChosenIds.claim`\\ s what the peer sent.
 from __future__ import annotations
 
 import heapq
-from typing import Protocol, runtime_checkable
 
 from .errors import IdsExhausted, MuxError, StreamIdInUse, StreamIdOutOfRange
 
+# IdPolicy lives in a module of its own so that this one compiles (mypyc builds no
+# runtime-checkable protocol); it is importable from here as always
+from .policy import IdPolicy
+
 __all__ = ["IdPolicy", "ParityIds", "LowestFreeIds", "PeerChosenIds"]
-
-
-@runtime_checkable
-class IdPolicy(Protocol):
-    """How one side of a connection gets ids for the streams it opens."""
-
-    def allocate(self) -> int:
-        """Take an id for a new stream.
-
-        :raises IdsExhausted: no id is left.
-        """
-        ...
-
-    def release(self, stream_id: int) -> None:
-        """Give back the id of a stream that ended (a no-op where ids are never reused)."""
-        ...
-
-    def is_local(self, stream_id: int) -> bool:
-        """Whether ``stream_id`` belongs to the streams this side opens."""
-        ...
 
 
 class ParityIds:

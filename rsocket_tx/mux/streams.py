@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from .errors import StreamIdInUse, StreamLimitExceeded
+from .native import mypyc_attr
 
 __all__ = ["MuxStream", "StreamTable"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MuxStream:
     """One stream's per-direction state, as seen from this end.
 

@@ -10,6 +10,8 @@ ERROR, CANCEL, graceful close, the stream limit), and ``fire_and_forget_many``.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from rsocket_tx.core import errors as E
@@ -40,17 +42,31 @@ from .conn_helpers import (
 )
 
 
+class Spied(RSocketConnection):
+    """A connection that records the requests taking the general path once
+    :func:`spy_general_path` armed it (a subclass: the compiled build's connection has no
+    per-instance attributes to replace a method with)."""
+
+    spy: list | None = None
+
+    def _send_request(self, kind, payload, initial_n, complete=False):
+        if self.spy is not None:
+            self.spy.append(kind)
+        return super()._send_request(kind, payload, initial_n, complete)
+
+
+@pytest.fixture(autouse=True)
+def spied_connections(monkeypatch) -> None:
+    """Every connection these tests make (here and in conn_helpers) is a :class:`Spied`."""
+    monkeypatch.setattr(sys.modules[make_client.__module__], "RSocketConnection", Spied)
+    monkeypatch.setitem(globals(), "RSocketConnection", Spied)
+
+
 def spy_general_path(conn: RSocketConnection, monkeypatch) -> list:
-    """Record the requests that take the general request path of ``conn``."""
-    calls: list = []
-    general = conn._send_request
-
-    def recording(kind, payload, initial_n, complete=False):
-        calls.append(kind)
-        return general(kind, payload, initial_n, complete)
-
-    monkeypatch.setattr(conn, "_send_request", recording)
-    return calls
+    """Record the requests that take the general path of ``conn`` (a :class:`Spied`)."""
+    assert isinstance(conn, Spied)
+    conn.spy = []
+    return conn.spy
 
 
 # ----------------------------------------------------------------------- when the hot path
