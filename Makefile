@@ -22,7 +22,8 @@
 #   make stress python -m benchmarks.stress: connections, streams, a soak and attacks against a
 #               twistd rsocket server with the defaults (docs/reliability.rst)
 #   make fuzz   every fuzz target (fuzz/targets, atheris) for FUZZ_SECONDS each, one at a time at
-#               nice 10; prints inputs run and crashes per target and protocol, fails on a crash
+#               nice 10, on the pure tree (build/pure: atheris sees Python code only); prints
+#               inputs run and crashes per target and protocol, fails on a crash
 #   make browser   npm-build the example browser page into examples/browser/dist/
 #   make chromium  install Debian's chromium + chromium-driver (for the browser page test) if missing
 #   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode, JSON and Arrow),
@@ -38,7 +39,7 @@ DEMO_STAMP := $(VENV)/.rsocket_tx-demo-installed
 # extra pytest arguments, e.g.  make test PYTEST_ARGS='tests/interop -x'
 PYTEST_ARGS ?=
 
-.PHONY: venv peers browser chromium test test-pure lint typecheck docs demo bench bench-memory stress fuzz \
+.PHONY: venv peers browser chromium test test-pure pure-tree lint typecheck docs demo bench bench-memory stress fuzz \
 	pipeline clean
 
 venv: $(STAMP)
@@ -86,11 +87,13 @@ PURE_TESTS ?= tests/mux tests/core tests/jini tests/rsnet tests/reactivesocket \
 	tests/test_protocol.py tests/test_requester_responder.py tests/test_lease.py \
 	tests/test_resume.py tests/test_compiled.py
 
-test-pure: venv
+pure-tree: venv
 	rm -rf $(PURE_TREE) && mkdir -p $(PURE_TREE)
 	tar -c --exclude='*.so' --exclude='*.pyd' --exclude=__pycache__ \
 		--exclude=tests/interop/peers --exclude=node_modules \
-		pyproject.toml setup.cfg rsocket_tx twisted tests | tar -x -C $(PURE_TREE)
+		pyproject.toml setup.cfg rsocket_tx twisted tests fuzz | tar -x -C $(PURE_TREE)
+
+test-pure: pure-tree
 	cd $(PURE_TREE) && RSOCKET_TX_BUILD=pure PYTHONPATH=. $(CURDIR)/$(VPY) -m pytest \
 		-p no:cacheprovider $(PURE_TESTS) $(PYTEST_ARGS)
 
@@ -132,8 +135,10 @@ bench-memory: venv
 # seconds per fuzz target (CI runs a smoke of a few seconds: .ci/run)
 FUZZ_SECONDS ?= 60
 
-fuzz: venv
-	$(VPY) -m fuzz.run --seconds $(FUZZ_SECONDS)
+# on the pure tree: atheris sees coverage in Python code only, not in mypyc's extension modules
+fuzz: pure-tree
+	cd $(PURE_TREE) && PYTHONPATH=. $(CURDIR)/$(VPY) -m fuzz.run --seconds $(FUZZ_SECONDS) \
+		--workdir $(CURDIR)/build/fuzz
 
 # the stress and attack figures of docs/reliability.rst (about 15 minutes; --quick: 2)
 stress: venv
