@@ -76,6 +76,8 @@ from .core.events import (
     PayloadsReceived,
     RequestNReceived,
     RequestReceived,
+    RequestsReceived,
+    ResponsesReceived,
     ResumeReceived,
     SetupReceived,
     StreamErrored,
@@ -159,6 +161,14 @@ def _end_reason(event: ConnectionClosed, server: bool) -> str:
     if isinstance(error, E.ConnectionCloseError):
         return f"the peer closed the connection ({_words(error)})"
     return f"ended by the peer: {_words(error)}"
+
+
+class _Response(Deferred):
+    """The Deferred of one request-response (a :class:`~twisted.internet.defer.Deferred`):
+    it knows its stream id, so one canceller, bound once per connection, serves every
+    request (no closure per request)."""
+
+    stream_id: int
 
 
 @implementer(IConnectionObserver)
@@ -252,6 +262,8 @@ class RSocketProtocol(MuxProtocol):
             SetupInfo.from_frame(setup) if setup is not None else None)
         self._written: list[Deferred] = []  # fire-and-forget / metadata-push Deferreds
         self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
+        # every request-response's canceller, bound once (no closure per request)
+        self._canceller: Callable[[Deferred], None] = self._cancel_response
         self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
@@ -280,6 +292,8 @@ class RSocketProtocol(MuxProtocol):
             PayloadReceived: self._on_payload,
             PayloadsReceived: self._on_payloads,
             RequestReceived: self._on_request,
+            RequestsReceived: self._on_requests,
+            ResponsesReceived: self._on_responses,
             RequestNReceived: self._on_request_n,
             CancelReceived: self._on_cancel,
             StreamErrored: self._on_stream_errored,
@@ -353,6 +367,11 @@ class RSocketProtocol(MuxProtocol):
         handlers = self.event_handlers
         conn.batch_payloads = handlers.get(PayloadReceived) == self._on_payload or \
             handlers.get(PayloadsReceived) != self._on_payloads
+        # the batch path of whole fire-and-forgets, request-responses and their answers (one
+        # event per run of them in a read), unless something observes each request or item
+        if handlers.get(RequestReceived) == self._on_request and \
+                handlers.get(PayloadReceived) == self._on_payload:
+            conn.batch_requests = True
         # IStreamHost, bound straight to the connection: no extra call per item
         self.send_item = conn.send_payload
         send_payloads = getattr(conn, "send_payloads", None)  # (the 2015 draft's has none)
@@ -534,6 +553,7 @@ class RSocketProtocol(MuxProtocol):
         needed to free them (see :meth:`~rsocket_tx.bridge.MuxProtocol.release`)."""
         super().release()
         self._serve = {}
+        self._canceller = _no_cancel  # (a bound method of ours: a cycle)
         self._responder = None
         self._relay = self._delegate = None
         self._wakeups = []
@@ -741,10 +761,55 @@ class RSocketProtocol(MuxProtocol):
     def _on_request(self, event: RequestReceived) -> None:
         responder = self._responder
         if responder is None:  # a client without a responder
-            responder = self._responder = Responder()
-            responder.rsocket = self.rsocket
-            self._give_log(responder)
+            responder = self._default_responder()
         self._serve[event.frame_type](responder, event)
+
+    def _default_responder(self) -> Responder:
+        """The base :class:`Responder` (it rejects every request) of a client given none,
+        made for the first request the server sends."""
+        responder = self._responder = Responder()
+        responder.rsocket = self.rsocket
+        self._give_log(responder)
+        return responder
+
+    def _on_requests(self, event: RequestsReceived) -> None:
+        """Whole fire-and-forgets or request-responses of one read, in one batch: what
+        :meth:`_serve_fnf` or :meth:`_serve_response` does for each, in one loop."""
+        responder = self._responder
+        if responder is None:
+            responder = self._default_responder()
+        if event.frame_type == FrameType.REQUEST_FNF:
+            one_way = responder.fire_and_forget
+            for payload in event.payloads:
+                try:
+                    result = one_way(payload)
+                except Exception:  # noqa: BLE001 - logged: there is nobody to answer
+                    self._one_way_failed(Failure(), one_way)
+                else:
+                    if result is not None:
+                        d = _as_deferred(result)
+                        if d is not None:
+                            d.addErrback(self._one_way_failed, one_way)
+                if self.ended:
+                    return  # (a handler closed the connection: the rest is moot)
+            return
+        handler = responder.request_response
+        send_response = self._send_response
+        # a response this large is checked against the send limit first (see _respond)
+        large = self.max_send_buffer_size * 3 // 4 - 16
+        for sid, payload in zip(event.stream_ids, event.payloads):
+            try:
+                result = handler(payload)
+            except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+                self._response_raised(exc, sid)
+            else:
+                if result.__class__ is Payload and send_response is not None and \
+                        result.metadata is None and len(result.data) <= large:
+                    send_response(sid, result)  # the hot path (nothing sent if canceled)
+                else:
+                    self._response_returned(result, sid)
+            if self.ended:
+                return  # (a handler closed the connection: the rest is moot)
 
     def _give_log(self, responder: Responder) -> None:
         """Give ``responder`` a ``log`` of this connection (its class's ``Logger``, whose
@@ -763,10 +828,23 @@ class RSocketProtocol(MuxProtocol):
         try:
             result = responder.request_response(event.payload)
         except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
-            if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
-                self._handler_failed(Failure(), "request-response handler", sid)
-            self._conn.send_error(sid, to_rsocket_error(exc))
+            self._response_raised(exc, sid)
             return
+        self._response_returned(result, sid)
+
+    def _response_raised(self, exc: Exception, sid: int) -> None:
+        """The request-response handler raised ``exc`` (in an ``except`` block): ERROR on
+        ``sid``; logged with its traceback unless it is a deliberate RSocketError."""
+        if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
+            self._handler_failed(Failure(), "request-response handler", sid)
+        conn = self._conn
+        assert conn is not None
+        conn.send_error(sid, to_rsocket_error(exc))
+
+    def _response_returned(self, result: object, sid: int) -> None:
+        """The request-response handler returned ``result`` for ``sid``: a Payload is sent
+        (the hot path: no Deferred), a Deferred or coroutine is waited for, anything else is
+        answered by :meth:`_respond`."""
         if result.__class__ is Payload:  # answered at once: the hot path, no Deferred
             metadata = result.metadata
             if len(result.data) + (len(metadata) if metadata else 0) \
@@ -944,6 +1022,16 @@ class RSocketProtocol(MuxProtocol):
         if event.complete:
             del self._inbound[sid]
             stream.on_complete()
+
+    def _on_responses(self, event: ResponsesReceived) -> None:
+        """The answers to our request-responses of one read, in one batch: each fires its
+        request's Deferred (what :meth:`_on_payload` does for each)."""
+        for sid, payload in zip(event.stream_ids, event.payloads):
+            d = self._responses.pop(sid, None)
+            if d is not None:
+                d.callback(payload)
+                if self.ended:
+                    return  # (a callback closed the connection: the rest failed with it)
 
     def _on_payloads(self, event: PayloadsReceived) -> None:
         stream = self._inbound.get(event.stream_id)
@@ -1185,10 +1273,17 @@ class RSocketProtocol(MuxProtocol):
         if conn is None or not conn.is_open:
             self._check_open()  # (raises)
         sid = conn.request_response(payload)
-        d = Deferred(lambda _: self.cancel(sid))
+        d = _Response(self._canceller)
+        d.stream_id = sid
         self._responses[sid] = d
-        self.flush_soon()
+        if not self.dispatching:  # (flush_soon's test: in a read, its end writes)
+            self.flush_soon()
         return d
+
+    def _cancel_response(self, d: Deferred) -> None:
+        """The canceller of a request-response's Deferred: CANCEL on its stream."""
+        assert isinstance(d, _Response)
+        self.cancel(d.stream_id)
 
     def fire_and_forget(self, payload: Payload) -> Deferred:
         conn = self._conn
@@ -1196,9 +1291,10 @@ class RSocketProtocol(MuxProtocol):
             self._check_open()  # (raises)
         conn.fire_and_forget(payload)
         # (_when_written inlined: the whole requester path of a fire-and-forget)
-        d = Deferred()
+        d: Deferred[None] = Deferred()
         self._written.append(d)
-        self.flush_soon()
+        if not self.dispatching:  # (flush_soon's test: in a read, its end writes)
+            self.flush_soon()
         return d
 
     def fire_and_forget_many(self, payloads: list[Payload]) -> Deferred:
@@ -1657,6 +1753,11 @@ class RSocketClientFactory(ClientFactory):
 
 def _discard(result: object) -> None:
     """A callback dropping its result."""
+
+
+def _no_cancel(d: Deferred) -> None:
+    """The canceller of request-responses made once the connection is released: there is
+    nothing left to cancel."""
 
 
 RSocketServerFactory.__init__.__signature__ = settings_signature(

@@ -447,13 +447,14 @@ class OutboundPump(SourcePump):
     __slots__ = ("stream_id", "encode", "_fits")
 
     source_error = "a stream source must be an iterable or async iterable of Payload, not {}"
+    plain_class = Payload  # (a Payload that surely fits passes accept unchanged)
 
     def __init__(self, host: IStreamHost, stream_id: int, source, encode=None) -> None:
         super().__init__(host)
         self.stream_id = stream_id
         self.encode = encode
         # items up to this many bytes surely fit the send limit: only larger ones are checked
-        self._fits = _surely_fits(host)
+        self._fits = self.plain_limit = _surely_fits(host)
         self.begin(source)
 
     def credit(self) -> int:
