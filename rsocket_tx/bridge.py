@@ -70,7 +70,9 @@ A minimal subclass::
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
+from typing import Protocol as TypingProtocol
 
 from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
 from twisted.internet.defer import Deferred, succeed
@@ -87,6 +89,9 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from .interfaces import IFrameTransport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .transports.limits import ConnectionLimit
 from .transports.peers import guess_client
 from .transports.tls import TLSError, tls_error
 
@@ -141,7 +146,7 @@ def describe_peer(address) -> str:
     if isinstance(address, UNIXAddress):
         name = address.name
         if isinstance(name, bytes):
-            name = name.decode("utf-8", "replace")
+            return name.decode("utf-8", "replace") or "unix"
         return name or "unix"
     if address is None:
         return "-"
@@ -227,7 +232,9 @@ class DetachedFailure(Failure):
     """
 
     def throwExceptionIntoGenerator(self, g):  # noqa: N802 - Twisted's name
-        return g.throw(fresh_error(self.value))
+        error = self.value
+        assert error is not None  # (a Failure always has its exception)
+        return g.throw(fresh_error(error))
 
 
 def failure_for(error: BaseException) -> Failure:
@@ -238,6 +245,31 @@ def failure_for(error: BaseException) -> Failure:
     :returns: the Failure (``d.errback(failure_for(error))``).
     """
     return DetachedFailure(fresh_error(error))
+
+
+class MuxTransport(TypingProtocol):
+    """What the bridge calls on its transport (:attr:`MuxProtocol.live_transport`): a
+    byte stream's ``ITCPTransport`` and ``IConsumer`` (TCP, TLS, the WebSocket transports
+    too), and ``writeFrames`` on an :class:`~rsocket_tx.interfaces.IFrameTransport` (called
+    only when :attr:`MuxProtocol.message_transport`)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def writeSequence(self, data: Iterable[bytes]) -> None: ...  # noqa: N802 - Twisted's
+
+    def writeFrames(self, frames: list[bytes]) -> None: ...  # noqa: N802 - Twisted's
+
+    def loseConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def loseWriteConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def abortConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def registerProducer(self, producer: Any, streaming: bool) -> None: ...  # noqa: N802
+
+    def unregisterProducer(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def getPeer(self) -> Any: ...  # noqa: N802 - Twisted's
 
 
 def _peer_of(transport) -> str:
@@ -316,7 +348,8 @@ class MuxProtocol(Protocol):
         self.end_reason: str | None = None
         self.first_bytes = b""
         self._closed_logged = False
-        self.connection = None
+        # (duck-typed: each protocol's own sans-IO connection class)
+        self.connection: Any = None
         self.event_handlers: dict[type, Callable] = {}
         self.max_send_buffer_size = max_send_buffer_size
         self.message_transport = False
@@ -330,7 +363,7 @@ class MuxProtocol(Protocol):
         self.released = False
         #: the server's :class:`~rsocket_tx.transports.limits.ConnectionLimit` that counts
         #: this connection (set by the factory), released when the transport is lost
-        self.connection_limit = None
+        self.connection_limit: ConnectionLimit | None = None
         self.tls_failure: TLSError | None = None
         self._write_closed = False  # TCP half-closed after our last frame
         self._timer = None  # the next tick
@@ -384,7 +417,7 @@ class MuxProtocol(Protocol):
         conn = self.connection
         if conn is not None and conn.is_open:
             self.handle_events_now(conn.connection_lost(message))
-        self.transport.abortConnection()
+        self.live_transport.abortConnection()
 
     def producing_resumed(self) -> None:
         """Hook: the transport drained its buffer (``resumeProducing``): outbound pumps may go
@@ -478,7 +511,7 @@ class MuxProtocol(Protocol):
             # the first reads go through _first_reads, an instance attribute removed once
             # they are in: the class's dataReceived stays the path of every later read
             self.dataReceived = self._first_reads  # type: ignore[method-assign]
-        self.transport.registerProducer(self, True)
+        self.live_transport.registerProducer(self, True)
         self.connection_started()
         self.flush()
         self.schedule_tick()
@@ -578,6 +611,19 @@ class MuxProtocol(Protocol):
     # ------------------------------------------------------------------ state
 
     @property
+    def live_transport(self) -> MuxTransport:
+        """The transport (:class:`MuxTransport`), for code that runs only while there is
+        one (``transport`` is None before ``makeConnection``).
+
+        :raises AssertionError: there is no transport.
+        """
+        transport = self.transport
+        assert transport is not None, "no transport yet"
+        # (Twisted declares ``transport`` an ITransport; ours provide ITCPTransport and
+        # IConsumer as well, or IFrameTransport)
+        return cast(MuxTransport, transport)
+
+    @property
     def is_open(self) -> bool:
         """True while the connection is open (built and not ended)."""
         conn = self.connection
@@ -617,14 +663,15 @@ class MuxProtocol(Protocol):
                 if self.buffered > self.max_send_buffer_size:
                     self._excessive_buffering()
                     return
+            transport = self.live_transport
             if self.message_transport:
                 # a message transport: with no length prefix each chunk is one whole frame
-                self.transport.writeFrames(chunks)
+                transport.writeFrames(chunks)
             elif len(chunks) <= 4:
                 # one frame, or a large payload queued as header + data: no copy here
-                self.transport.writeSequence(chunks)
+                transport.writeSequence(chunks)
             else:
-                self.transport.write(b"".join(chunks))  # many small frames: one C-level join
+                transport.write(b"".join(chunks))  # many small frames: one C-level join
             if self.paused and not paused:
                 # this write filled the transport's buffer: it waits for the peer, in full
                 self.buffered = sum(map(len, chunks))
@@ -667,7 +714,7 @@ class MuxProtocol(Protocol):
         sending (e.g. the rest of a frame written in several writes) makes our kernel answer
         with RST, and a peer that receives RST may drop our last frame unread.
         """
-        transport = self.transport
+        transport = self.live_transport
         if self.message_transport or not IHalfCloseableDescriptor.providedBy(transport):
             # (a WebSocket, or not a real TCP socket)
             transport.loseConnection()
@@ -699,7 +746,7 @@ class MuxProtocol(Protocol):
             return
         self.log.info("{why}", why=why)
         self.aborting = True
-        self.transport.abortConnection()
+        self.live_transport.abortConnection()
 
     # ------------------------------------------------------------------ time
 

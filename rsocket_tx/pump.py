@@ -262,7 +262,7 @@ class SourcePump:
         batch = credit if credit < SYNC_BATCH else SYNC_BATCH
         size = 0
         paused = False
-        plain = self.plain_class
+        plain: Any = self.plain_class  # (no narrowing of item by its class)
         limit = self.plain_limit
         for _ in range(batch):
             if host.paused:

@@ -204,7 +204,7 @@ class RequestStream(InboundItems):
         self._consume(len(items))
         self._collector = items
         self._take = take
-        self._waiter = d = Deferred()
+        self._waiter = d = Deferred[list]()
         if self._done:
             self._finish_collect()
         return d
@@ -245,7 +245,7 @@ class RequestStream(InboundItems):
             return succeed(None)
         if self._collector is not None or self._waiter is not None:
             raise RuntimeError("this stream is already being consumed")
-        self._waiter = d = Deferred()
+        self._waiter = d = Deferred[list]()
         return d.addCallback(self._put_back)
 
     def _put_back(self, item) -> None:
@@ -326,7 +326,7 @@ class RequestStream(InboundItems):
         be encoded, that local error (a TypeError or ValueError) is what iteration raises,
         not its wire form (the ERROR[APPLICATION_ERROR] the peer was sent)."""
         if error.__class__ is _EncodeError:
-            error = error.cause  # type: ignore[attr-defined]
+            error = error.cause
         InboundItems.on_error(self, error)
 
     def ended_with(self, error: BaseException | None) -> bool:
