@@ -44,10 +44,11 @@ handlers and API methods use the public state and methods: :attr:`~MuxProtocol.c
 :attr:`~MuxProtocol.reactor`, :attr:`~MuxProtocol.paused`, :attr:`~MuxProtocol.dispatching`,
 :attr:`~MuxProtocol.aborting`, :attr:`~MuxProtocol.transport_gone`,
 :attr:`~MuxProtocol.ended`, :attr:`~MuxProtocol.held`, :meth:`~MuxProtocol.handle_events`,
-:meth:`~MuxProtocol.handle_events_now`, :meth:`~MuxProtocol.flush`,
-:meth:`~MuxProtocol.flush_soon`, :meth:`~MuxProtocol.schedule_tick`,
+:meth:`~MuxProtocol.handle_read`, :meth:`~MuxProtocol.handle_events_now`,
+:meth:`~MuxProtocol.flush`, :meth:`~MuxProtocol.flush_soon`, :meth:`~MuxProtocol.schedule_tick`,
 :meth:`~MuxProtocol.stop_timers`, :meth:`~MuxProtocol.abort_later`,
-:meth:`~MuxProtocol.end_transport`, :meth:`~MuxProtocol.transport_attached`.
+:meth:`~MuxProtocol.end_transport`, :meth:`~MuxProtocol.transport_attached`,
+:attr:`~MuxProtocol.live_transport`.
 
 A minimal subclass::
 
@@ -517,10 +518,7 @@ class MuxProtocol(Protocol):
         self.schedule_tick()
 
     def dataReceived(self, data: bytes) -> None:
-        events = self.connection.receive_data(data, self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.receive_data(data, self.reactor.seconds()))
 
     def _first_reads(self, data: bytes) -> None:
         """The reads of a byte stream until :data:`FIRST_BYTES_WATCHED` bytes are in: keep
@@ -537,10 +535,7 @@ class MuxProtocol(Protocol):
     def frameReceived(self, frame: bytes) -> None:
         """One whole frame (no length prefix) from an
         :class:`~rsocket_tx.interfaces.IFrameTransport`: one WebSocket binary message."""
-        events = self.connection.receive_frame(frame, self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.receive_frame(frame, self.reactor.seconds()))
 
     def framesReceived(self, frames: list[bytes]) -> None:
         """Several whole frames from an :class:`~rsocket_tx.interfaces.IFrameTransport` (the
@@ -551,9 +546,7 @@ class MuxProtocol(Protocol):
         events = []
         for frame in frames:
             events += receive(frame, now)
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(events)
 
     def connectionLost(self, reason: Failure | None = None) -> None:
         limit, self.connection_limit = self.connection_limit, None
@@ -763,10 +756,7 @@ class MuxProtocol(Protocol):
 
     def _tick(self) -> None:
         self._timer = None
-        events = self.connection.tick(self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.tick(self.reactor.seconds()))
         self.schedule_tick()
 
     def stop_timers(self, abort: bool = True) -> None:
@@ -822,6 +812,16 @@ class MuxProtocol(Protocol):
                 self.events_handled()
         finally:
             self.dispatching = was
+        self.flush()
+
+    def handle_read(self, events: list) -> None:
+        """Dispatch the events of one read (or tick) with :meth:`handle_events`, then write
+        what the connection queued, once: :meth:`flush` (handle_events has written already
+        unless it held the events, or there were none)."""
+        if events:
+            self.handle_events(events)
+            if self.held is None and not self.released:
+                return  # (handle_events wrote at its end)
         self.flush()
 
     def handle_events_now(self, events: list) -> None:

@@ -406,11 +406,13 @@ class RSocketProtocol(MuxProtocol):
         conn = self._conn
         assert conn is not None
         events = conn.receive_data(data, self.reactor.seconds())
-        if events:
+        if events:  # (handle_read, inlined: the path of every read)
             self.handle_events(events)
             if conn.read_failure is not None:
                 # an oversize prefix followed these frames: handled first, now the failure
                 self.handle_events(conn.pending_events())
+            if self.held is None and not self.released:
+                return  # (handle_events wrote at its end)
         self.flush()
 
     def frameReceived(self, frame: bytes) -> None:
