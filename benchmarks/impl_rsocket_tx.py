@@ -80,14 +80,28 @@ def _client_endpoint(reactor, port: int):
 # ----------------------------------------------------------------------------- server
 
 
-def server() -> None:
+def _serve_rsocket(reactor, responder_factory):
+    """rsocket_tx's RSocket server: ``serve(endpoint, responder_factory)``."""
+    return _import()[4](_server_endpoint(reactor), responder_factory, reactor=reactor)
+
+
+def server(listen=None, name: str = "rsocket_tx") -> None:
+    """Serve the benchmark application (:class:`BenchResponder`) until stdin closes.
+
+    :param listen: ``listen(reactor, responder_factory)`` -> Deferred firing with the
+        listening port (default: rsocket_tx's RSocket ``serve()``); the 2015 draft's module
+        passes its own (the same Responder API serves both protocols).
+    :param name: the implementation named in an UNAVAILABLE line.
+    """
     try:
-        _, payload_class, responder_class, _, serve = _import()
+        _, payload_class, responder_class, _, _ = _import()
     except ImportError as exc:
         announce_unavailable(str(exc))
         return
 
     from twisted.internet import reactor
+
+    listen = listen or _serve_rsocket
 
     class BenchResponder(responder_class):
         def __init__(self) -> None:
@@ -110,13 +124,13 @@ def server() -> None:
         announce_port(port.getHost().port)
 
     def failed(failure) -> None:
-        announce_unavailable("rsocket_tx serve() failed: " + describe(failure.value))
+        announce_unavailable(f"{name} serve() failed: " + describe(failure.value))
         reactor.stop()
 
     try:
-        d = serve(_server_endpoint(reactor), BenchResponder, reactor=reactor)
+        d = listen(reactor, BenchResponder)
     except Exception as exc:
-        announce_unavailable("rsocket_tx serve() failed: " + describe(exc))
+        announce_unavailable(f"{name} serve() failed: " + describe(exc))
         return
     d.addCallbacks(listening, failed)
     reactor.run()
@@ -217,13 +231,21 @@ async def _run(reactor, rs, payload_class, spec: Spec, count: int, budget: float
     raise ValueError(f"unknown workload kind {spec.kind!r}")
 
 
-async def _client(reactor, port: int, spec: Spec) -> None:
+def _connect_rsocket(reactor, port: int):
+    """rsocket_tx's RSocket client: ``connect(endpoint)``."""
+    return _import()[3](_client_endpoint(reactor, port), reactor=reactor)
+
+
+async def run_client(reactor, port: int, spec: Spec, connect=None) -> None:
+    """Connect (``connect(reactor, port)`` -> Deferred firing with an
+    :class:`~rsocket_tx.requester.RSocket`; default rsocket_tx's RSocket ``connect()``), run
+    the warm-up and the measured runs of ``spec`` and print the result."""
     try:
-        _, payload_class, _, connect, _ = _import()
+        _, payload_class, _, _, _ = _import()
     except ImportError as exc:
         emit_result(error=str(exc))
         return
-    rs = await connect(_client_endpoint(reactor, port), reactor=reactor)
+    rs = await (connect or _connect_rsocket)(reactor, port)
     state = {"fnf_expected": 0}
     try:
         if spec.warmup:
@@ -239,7 +261,7 @@ async def _client(reactor, port: int, spec: Spec) -> None:
 
 
 def client(port: int, spec: Spec) -> None:
-    run_twisted_client(_client, port, spec)
+    run_twisted_client(run_client, port, spec)
 
 
 if __name__ == "__main__":

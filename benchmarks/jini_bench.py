@@ -12,7 +12,13 @@ Clients (a fresh process per measured run): **rsocket_tx**
 (``benchmarks/jini/JiniBench.java``: ``TcpEndpoint.newRequest(...).next()``, write the body,
 close it, read the response to eof; one thread per request in flight, as River's API works).
 Each client runs against each server: rsocket_tx→rsocket_tx, rsocket_tx→River,
-River→rsocket_tx, River→River.
+River→rsocket_tx, River→River; and rsocket_tx→rsocket_tx once more with River's default
+ration (``tx-tx:river``: both rsocket_tx ends announce River's 32 KiB,
+``JiniMuxConfig(initial_ration=RIVER_INITIAL_RATION)``, instead of our 128 KiB; the
+fragment size stays ours, 16 KiB). For scale, the same run measures **raw Twisted** on the
+round trips (``raw``: ``benchmarks.impl_raw``'s 4-byte-header echo over TCP, no mux, no
+sessions, the yardstick of ``benchmarks.run``): what CPython and Twisted cost for a round
+trip before any protocol work.
 
 Workloads (every request's body is echoed whole; a request is one session):
 
@@ -72,8 +78,15 @@ LABELS = {"rr-1": "round trips, 1 in flight, 64 B [req/s]",
           "rr-100": "round trips, 100 in flight, 64 B [req/s]",
           "transfer": "10 MiB echoed, 1 at a time [MiB/s]"}
 SIZES = {"rr-1": 64, "rr-100": 64, "transfer": 10 * 1024 * 1024}
-PAIRS = (("rsocket_tx", "rsocket_tx"), ("rsocket_tx", "river"), ("river", "rsocket_tx"),
-         ("river", "river"))
+#: (client, server, ration of the rsocket_tx ends: "ours" = JiniMuxConfig's default 128 KiB,
+#: "river" = River's 32 KiB)
+PAIRS = (("rsocket_tx", "rsocket_tx", "ours"), ("rsocket_tx", "rsocket_tx", "river"),
+         ("rsocket_tx", "river", "ours"), ("river", "rsocket_tx", "ours"),
+         ("river", "river", "ours"), ("raw", "raw", "ours"))
+DEFAULT_PAIRS = "tx-tx,tx-tx:river,tx-River,River-tx,River-River,raw"
+#: the raw echo's transfer cell (it echoes 64-byte frames only)
+RAW_NA = "n/a (round trips only)"
+RATIONS = ("ours", "river")
 MiB = 1024 * 1024
 
 
@@ -95,7 +108,17 @@ def child_env() -> dict:
 # ----------------------------------------------------------------------------- our children
 
 
-def serve() -> None:
+def config_for(ration: str):
+    """The :class:`~rsocket_tx.jini.config.JiniMuxConfig` of an rsocket_tx end: the defaults
+    (``"ours"``), or with River's initial ration (``"river"``)."""
+    from rsocket_tx.jini.config import RIVER_INITIAL_RATION, JiniMuxConfig
+
+    if ration == "river":
+        return JiniMuxConfig(initial_ration=RIVER_INITIAL_RATION)
+    return JiniMuxConfig()
+
+
+def serve(ration: str = "ours") -> None:
     """rsocket_tx's Jini mux server with the echo dispatcher; ``PORT n``; exits at stdin EOF."""
     from twisted.internet import reactor
 
@@ -110,7 +133,8 @@ def serve() -> None:
             body = await request.read_all()
             request.response.write(body)
 
-    d = jini_serve(reactor, f"tcp:port=0:interface={HOST}", ReadAllEcho)
+    d = jini_serve(reactor, f"tcp:port=0:interface={HOST}", ReadAllEcho,
+                   config=config_for(ration))
     d.addCallback(lambda port: print(f"PORT {port.getHost().port}", flush=True))
     d.addErrback(lambda f: (sys.stderr.write(f.getTraceback()), reactor.stop()))
 
@@ -122,7 +146,8 @@ def serve() -> None:
     reactor.run()
 
 
-def client(port: int, kind: str, count: int, size: int, budget: float) -> None:
+def client(port: int, kind: str, count: int, size: int, budget: float,
+           ration: str = "ours") -> None:
     """rsocket_tx's Jini mux client: ``RESULT {json}``."""
     from twisted.internet import defer, reactor
 
@@ -154,11 +179,12 @@ def client(port: int, kind: str, count: int, size: int, budget: float) -> None:
         return state
 
     async def main() -> None:
-        c = JiniMuxClient(reactor, f"tcp:host={HOST}:port={port}")
+        c = JiniMuxClient(reactor, f"tcp:host={HOST}:port={port}", config_for(ration))
         try:
-            await run(c, max(count // 20, 2), 1.0)  # warm-up, not reported
+            warm = await run(c, max(count // 20, 2), 1.0)  # warm-up, not reported
             result = await run(c, count, budget)
             result.pop("issued")
+            result["warmup_ops"] = warm["ops"]
         except Exception as exc:
             result = {"error": f"{type(exc).__name__}: {exc}"}
         print("RESULT " + json.dumps(result), flush=True)
@@ -202,10 +228,12 @@ def river_argv(main: str) -> list[str]:
 
 
 class Server:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, ration: str = "ours") -> None:
         self.name = name
-        if name == "rsocket_tx":
-            argv = [sys.executable, "-m", "benchmarks.jini_bench", "serve"]
+        if name == "raw":
+            argv = [sys.executable, "-m", "benchmarks.impl_raw", "server"]
+        elif name == "rsocket_tx":
+            argv = [sys.executable, "-m", "benchmarks.jini_bench", "serve", ration]
         else:
             argv = river_argv("rsocket_tx.interop.river.Server") + [
                 "--port", "0", "--timeout", "3600", "--watch-stdin"]
@@ -241,11 +269,43 @@ class Server:
         stop_child(self.proc)
 
 
-def run_client(name: str, port: int, kind: str, args: argparse.Namespace) -> dict:
+def run_raw_client(port: int, kind: str, count: int, args: argparse.Namespace) -> dict:
+    """``benchmarks.impl_raw``'s echo client (its stdin must stay open while it runs)."""
+    from benchmarks.common import Spec
+
+    spec = Spec(name=kind, kind="rr", count=count, size=SIZES[kind],
+                inflight=100 if kind == "rr-100" else 1, budget=args.budget,
+                warmup=max(count // 20, 2), repeat=1)
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.impl_raw", "client", str(port),
+                             spec.to_json()], cwd=REPO, env=child_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=die_with_parent)
+    timer = threading.Timer(60 + 10 * args.budget, proc.kill)
+    timer.start()
+    try:
+        for line in proc.stdout:
+            if line.startswith("RESULT "):
+                body = json.loads(line[7:])
+                if not body.get("ok"):
+                    return {"error": body.get("error", "?")}
+                run = body["runs"][0]
+                return {"ops": run["ops"], "nbytes": run["nbytes"], "seconds": run["seconds"]}
+        return {"error": "timeout" if proc.poll() == -signal.SIGKILL else "no result"}
+    finally:
+        timer.cancel()
+        stop_child(proc)
+
+
+def run_client(name: str, port: int, kind: str, args: argparse.Namespace,
+               ration: str = "ours") -> dict:
     count = {"rr-1": args.count, "rr-100": args.count * 10, "transfer": args.transfers}[kind]
+    if name == "raw":
+        result = run_raw_client(port, kind, count, args) if kind != "transfer" else {
+            "error": RAW_NA}
+        return finish_result(result, kind, count)
     if name == "rsocket_tx":
         argv = [sys.executable, "-m", "benchmarks.jini_bench", "client", str(port), kind,
-                str(count), str(SIZES[kind]), str(args.budget)]
+                str(count), str(SIZES[kind]), str(args.budget), ration]
     else:
         argv = river_argv("jinibench.JiniBench") + [
             str(port), kind, str(count), str(SIZES[kind]), str(args.budget),
@@ -258,15 +318,19 @@ def run_client(name: str, port: int, kind: str, args: argparse.Namespace) -> dic
         return {"error": "timeout"}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            result = json.loads(line[7:])
-            if "ops" in result:
-                result["complete"] = result["ops"] >= count
-                unit = MiB if kind == "transfer" else 1
-                amount = result["nbytes"] / unit if kind == "transfer" else result["ops"]
-                result["rate"] = amount / result["seconds"] if result["seconds"] else 0.0
-            return result
+            return finish_result(json.loads(line[7:]), kind, count)
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": f"exit {done.returncode}: {tail[:200]}"}
+
+
+def finish_result(result: dict, kind: str, count: int) -> dict:
+    """A client's result with ``complete`` and ``rate`` (req/s; MiB/s for transfers)."""
+    if "ops" in result:
+        result["complete"] = result["ops"] >= count
+        unit = MiB if kind == "transfer" else 1
+        amount = result["nbytes"] / unit if kind == "transfer" else result["ops"]
+        result["rate"] = amount / result["seconds"] if result["seconds"] else 0.0
+    return result
 
 
 def cell_text(best: dict | None) -> str:
@@ -278,21 +342,8 @@ def cell_text(best: dict | None) -> str:
     return text + ("" if best.get("complete") else "*")
 
 
-def render(results: dict, workloads: list[str], pairs: list[tuple[str, str]]) -> str:
-    def label(pair: tuple[str, str]) -> str:
-        return {"rsocket_tx": "tx", "river": "River"}[pair[0]] + "→" + \
-            {"rsocket_tx": "tx", "river": "River"}[pair[1]]
-
-    header = ["workload", *(label(p) for p in pairs), "tx→tx / River→River"]
-    rows = []
-    for kind in workloads:
-        cells = [cell_text(results[kind].get(p)) for p in pairs]
-        ours = results[kind].get(("rsocket_tx", "rsocket_tx"))
-        theirs = results[kind].get(("river", "river"))
-        ratio = "-"
-        if ours and theirs and "rate" in ours and "rate" in theirs and theirs["rate"]:
-            ratio = f"{ours['rate'] / theirs['rate']:.2f}x"
-        rows.append([LABELS[kind], *cells, ratio])
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """A text table: the first column left-aligned, the others right-aligned."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
                        enumerate(zip(header, widths)))]
@@ -303,12 +354,68 @@ def render(results: dict, workloads: list[str], pairs: list[tuple[str, str]]) ->
     return "\n".join(lines)
 
 
+def label(pair: tuple[str, str, str]) -> str:
+    """``tx→River``; ``tx→tx (River ration)`` for the River-ration variant."""
+    if pair[0] == "raw":
+        return "raw Twisted echo"
+    names = {"rsocket_tx": "tx", "river": "River"}
+    text = names[pair[0]] + "→" + names[pair[1]]
+    return text + (" (River ration)" if pair[2] == "river" else "")
+
+
+def render(results: dict, workloads: list[str], pairs: list[tuple[str, str, str]]) -> str:
+    ours_pairs = [p for p in pairs if p[:2] == ("rsocket_tx", "rsocket_tx")]
+    header = ["workload", *(label(p) for p in pairs),
+              *(f"{label(p)} / River→River" for p in ours_pairs)]
+    rows = []
+    for kind in workloads:
+        cells = [cell_text(results[kind].get(p)) for p in pairs]
+        theirs = results[kind].get(("river", "river", "ours"))
+        ratios = []
+        for pair in ours_pairs:
+            ours = results[kind].get(pair)
+            ratio = "-"
+            if ours and theirs and "rate" in ours and "rate" in theirs and theirs["rate"]:
+                ratio = f"{ours['rate'] / theirs['rate']:.2f}x"
+            ratios.append(ratio)
+        rows.append([LABELS[kind], *cells, *ratios])
+    return format_table(header, rows)
+
+
+def render_cpu(runs: list[dict], workloads: list[str],
+               pairs: list[tuple[str, str, str]]) -> str:
+    """CPU per operation, client + server in µs (per MiB echoed for ``transfer``): the median
+    over a cell's runs. Unlike the rates, these hardly move with the other load on the
+    machine (a process is charged only while it runs)."""
+    import statistics
+
+    header = ["CPU per op, client + server [µs]", *(label(p) for p in pairs)]
+    rows = []
+    for kind in workloads:
+        cells = []
+        for pair in pairs:
+            per = [r["cpu_us_per_op"] for r in runs
+                   if r["workload"] == kind and (r["client"], r["server"], r["ration"]) == pair
+                   and r.get("cpu_us_per_op") and r["cpu_us_per_op"]["client"] is not None]
+            if not per:
+                cells.append("-")
+                continue
+            client = statistics.median(p["client"] for p in per)
+            server = statistics.median(p["server"] for p in per)
+            cells.append(f"{client:,.0f} + {server:,.0f}")
+        rows.append([LABELS[kind].replace(" [req/s]", " [per op]").replace(
+            " [MiB/s]", " [per MiB]"), *cells])
+    return format_table(header, rows)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.jini_bench",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", default=",".join(WORKLOADS))
-    p.add_argument("--pairs", default="tx-tx,tx-River,River-tx,River-River",
-                   help="client-server pairs to run (tx, River)")
+    p.add_argument("--pairs", default=DEFAULT_PAIRS,
+                   help="client-server pairs to run (tx, River), a pair with ':river' runs "
+                   "the rsocket_tx ends with River's initial ration; raw: raw Twisted's echo "
+                   "(round trips only) (default %(default)s)")
     p.add_argument("--count", type=int, default=20_000,
                    help="round trips of rr-1 (rr-100: 10 times as many)")
     p.add_argument("--transfers", type=int, default=30, help="10 MiB transfers per run")
@@ -326,46 +433,75 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:
-        serve()
+        serve(*argv[1:2])
         return 0
     if argv[:1] == ["client"]:
-        client(int(argv[1]), argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
+        client(int(argv[1]), argv[2], int(argv[3]), int(argv[4]), float(argv[5]), *argv[6:7])
         return 0
     args = parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
     names = {"tx": "rsocket_tx", "river": "river"}
-    pairs = [tuple(names[n.lower()] for n in p.split("-")) for p in args.pairs.split(",") if p]
+    pairs = []
+    for text in (p.strip() for p in args.pairs.split(",")):
+        if not text:
+            continue
+        if text.lower() == "raw":
+            pairs.append(("raw", "raw", "ours"))
+            continue
+        who, _, ration = text.partition(":")
+        ration = ration.lower() or "ours"
+        client_name, _, server_name = who.partition("-")
+        if client_name.lower() not in names or server_name.lower() not in names \
+                or ration not in RATIONS:
+            raise SystemExit(f"bad pair {text!r}: write CLIENT-SERVER[:river] with tx or River "
+                             f"(e.g. tx-tx:river), or raw")
+        pairs.append((names[client_name.lower()], names[server_name.lower()], ration))
     started = time.time()
     problem = river_problem()
-    servers: dict[str, Server] = {}
+    servers: dict[tuple[str, str], Server] = {}
     notes = []
     try:
-        if any(server == "rsocket_tx" for _, server in pairs):
-            servers["rsocket_tx"] = Server("rsocket_tx")
+        for ration in RATIONS:
+            if any(server == "rsocket_tx" and r == ration for _, server, r in pairs):
+                servers["rsocket_tx", ration] = Server("rsocket_tx", ration)
+        if ("raw", "raw", "ours") in pairs:
+            servers["raw", "ours"] = Server("raw")
         if problem is not None:
             notes.append(f"River: n/a ({problem})")
-        elif any(server == "river" for _, server in pairs):
-            servers["river"] = Server("river")
+        elif any(server == "river" for _, server, _ in pairs):
+            servers["river", "ours"] = Server("river")
         results: dict = {kind: {} for kind in workloads}
         runs: list = []
         for kind in workloads:
             for rep in range(args.repeat):
                 order = pairs[rep % len(pairs):] + pairs[:rep % len(pairs)]
                 for pair in order:
-                    client_name, server_name = pair
-                    if "river" in pair and problem is not None:
+                    client_name, server_name, ration = pair
+                    if kind == "transfer" and client_name == "raw":
+                        results[kind][pair] = {"error": RAW_NA}
+                        continue
+                    if "river" in pair[:2] and problem is not None:
                         results[kind][pair] = {"error": f"n/a ({problem})"}
                         continue
-                    server = servers[server_name]
+                    server = servers[server_name, ration]
                     cpu_before = server.cpu()
-                    result = run_client(client_name, server.port, kind, args)
+                    result = run_client(client_name, server.port, kind, args, ration)
                     cpu_after = server.cpu()
                     if cpu_before is not None and cpu_after is not None:
                         # (the client's warm-up included)
                         result["server_cpu"] = round(cpu_after - cpu_before, 3)
+                        served = result.get("ops", 0) + result.get("warmup_ops", 0)
+                        if served and "client_cpu" in result:
+                            # CPU per operation: the client's over the measured run, the
+                            # server's over the warm-up and the measured run
+                            unit = SIZES[kind] / MiB if kind == "transfer" else 1
+                            result["cpu_us_per_op"] = {
+                                "client": round(result["client_cpu"] / result["ops"] / unit
+                                                * 1e6, 1) if result["ops"] else None,
+                                "server": round(result["server_cpu"] / served / unit * 1e6, 1)}
                     runs.append({"workload": kind, "client": client_name,
-                                 "server": server_name, **result})
-                    sys.stderr.write(f"jini_bench: {kind} {client_name}->{server_name}: "
+                                 "server": server_name, "ration": ration, **result})
+                    sys.stderr.write(f"jini_bench: {kind} {label(pair)}: "
                                      f"{json.dumps(result)}\n")
                     best = results[kind].get(pair)
                     if "rate" in result and (best is None or "rate" not in best
@@ -378,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     table = render(results, workloads, pairs)
     print(table)
+    cpu_table = render_cpu(runs, workloads, pairs)
+    print()
+    print(cpu_table)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
     print(f"\n({stamp}, {time.time() - started:.0f} s, best of {args.repeat}, budget "
           f"{args.budget:g} s, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; python "
@@ -386,8 +525,9 @@ def main(argv: list[str] | None = None) -> int:
         print(note)
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {"started": stamp, "table": table, "runs": runs,
-             "best": {k: {f"{c}->{s}": v for (c, s), v in r.items()}
+            {"started": stamp, "table": table, "cpu_table": cpu_table, "runs": runs,
+             "best": {k: {f"{c}->{s}" + (":river" if ration == "river" else ""): v
+                          for (c, s, ration), v in r.items()}
                       for k, r in results.items()}}, indent=2))
     return 0
 

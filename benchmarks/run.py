@@ -34,6 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # executed as a file: python benchmarks/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import impl_rsnet
 from benchmarks.common import TRANSPORTS, Spec, make_tls_files, stop_child
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,6 +50,9 @@ class Impl:
     title: str
     module: str
     server_module: str = ""
+    #: workload kind -> (short cell text, why): workloads the protocol has no interaction
+    #: for; their cells read ``n/a (short)`` and no client runs
+    not_applicable: tuple = ()
 
     @property
     def server(self) -> str:
@@ -63,13 +67,19 @@ IMPLS = [
     Impl("rsocket-java", "rsocket-java", "benchmarks.impl_rsocket_java"),
     Impl("tx-java", "rsocket_tx→java", "benchmarks.impl_rsocket_tx",
          server_module="benchmarks.impl_rsocket_java"),
+    Impl("rsnet", "RS-network", "benchmarks.impl_rsnet",
+         not_applicable=tuple(impl_rsnet.NOT_APPLICABLE.items())),
+    Impl("rs2015", "2015 draft", "benchmarks.impl_rs2015"),
 ]
+#: the columns that run rsocket_tx's code (their build is printed under the table)
+TX_COLUMNS = ("rsocket_tx", "tx-java", "rsnet", "rs2015")
 ALIASES = {"raw": "raw", "twisted": "raw", "raw-twisted": "raw", "py": "rsocket-py",
            "rsocket-py": "rsocket-py", "rsocket_py": "rsocket-py", "tx": "rsocket_tx",
            "rsocket_tx": "rsocket_tx", "rsocket-tx": "rsocket_tx", "java": "rsocket-java",
            "rsocket-java": "rsocket-java", "rsocket_java": "rsocket-java", "tx-java": "tx-java",
            "tx->java": "tx-java", "tx→java": "tx-java", "rsocket_tx->java": "tx-java",
-           "rsocket_tx→java": "tx-java"}
+           "rsocket_tx→java": "tx-java", "rsnet": "rsnet", "rs-network": "rsnet",
+           "rs2015": "rs2015", "2015": "rs2015", "reactivesocket": "rs2015"}
 #: Start of an UNAVAILABLE reason (or client error) meaning "cannot run on this machine": the
 #: cells read "n/a (...)" instead of "error".
 NOT_AVAILABLE = ("rsocket_tx not importable", "not available")
@@ -312,30 +322,35 @@ def target_texts(wl: Workload, tx: float | None, raw: float | None,
     return ", ".join(parts), ", ".join(met)
 
 
-def render_table(workloads: list[Workload], results: dict, transports: list[str]) -> str:
+def render_table(workloads: list[Workload], results: dict, transports: list[str],
+                 impls: list[Impl] | None = None) -> str:
     """One table per transport (a title line ``transport: KIND``, then one row per workload);
     ``results[workload][transport][impl key]``.
 
-    Columns: the five implementations in ``IMPLS`` order, then rsocket_tx's number divided by
-    raw twisted's, rsocket-py's, rsocket-java's (each against its own server) and by its own
-    TCP number, then the targets."""
+    Columns: the implementations in ``IMPLS`` order (``impls``: those run), then rsocket_tx's
+    number divided by raw twisted's, rsocket-py's, rsocket-java's (each against its own
+    server) and by its own TCP number, RS-network's and the 2015 draft's divided by
+    rsocket_tx's (RSocket 1.0), then the targets."""
+    impls = impls or IMPLS
     tables = []
     for kind in transports:
-        header = [f"workload [unit] ({kind})", *(i.title for i in IMPLS), "tx/raw", "tx/py",
-                  "tx/java", "tx/tx-tcp", "target", "met"]
+        header = [f"workload [unit] ({kind})", *(i.title for i in impls), "tx/raw", "tx/py",
+                  "tx/java", "tx/tx-tcp", "rsnet/tx", "2015/tx", "target", "met"]
         first_text = header.index("target")  # numbers are right-aligned before this column
         rows = [header]
         for wl in workloads:
             per = results.get(wl.key, {})
             tx_tcp = metric(wl, per.get("tcp", {}).get("rsocket_tx"))
             r = per.get(kind, {})
-            raw, py, tx, java = (metric(wl, r.get(k))
-                                 for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java"))
+            raw, py, tx, java, rsnet, rs2015 = (
+                metric(wl, r.get(k))
+                for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java", "rsnet", "rs2015"))
             target, met = target_texts(wl, tx, raw, py)
             unit = wl.unit + (" (MB/s)" if wl.show_mb else "")
-            rows.append([f"{wl.label} [{unit}]", *(cell(wl, r.get(i.key)) for i in IMPLS),
+            rows.append([f"{wl.label} [{unit}]", *(cell(wl, r.get(i.key)) for i in impls),
                          ratio_text(tx, raw), ratio_text(tx, py), ratio_text(tx, java),
-                         "-" if kind == "tcp" else ratio_text(tx, tx_tcp), target, met])
+                         "-" if kind == "tcp" else ratio_text(tx, tx_tcp),
+                         ratio_text(rsnet, tx), ratio_text(rs2015, tx), target, met])
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = [f"transport: {kind}"]
         for n, row in enumerate(rows):
@@ -360,8 +375,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default=",".join(i.key for i in IMPLS),
                    help="implementations (table columns), comma separated: raw, rsocket-py, "
                    "rsocket_tx, rsocket-java (its client and server), tx-java (rsocket_tx's "
-                   "client against rsocket-java's server); aliases: twisted, py, tx, java, "
-                   "tx->java; default: all")
+                   "client against rsocket-java's server), rsnet (rsocket_tx's RS-network "
+                   "against itself), rs2015 (rsocket_tx's 2015 ReactiveSocket draft against "
+                   "itself); aliases: twisted, py, tx, java, tx->java, rs-network, 2015; "
+                   "default: all")
     p.add_argument("--workloads", default=",".join(w.key for w in WORKLOADS),
                    help="workloads, comma separated (%(default)s)")
     p.add_argument("--transports", default=",".join(TRANSPORTS),
@@ -412,6 +429,29 @@ def spec_for(wl: Workload, args) -> Spec:
     return Spec(name=wl.key, kind=wl.kind, count=max(1, int(count * args.scale)), size=wl.size,
                 inflight=wl.inflight, prefetch=wl.prefetch, budget=args.budget,
                 warmup=max(0, int(warmup * args.scale)), repeat=1)
+
+
+def rsocket_tx_build() -> str:
+    """Which build of rsocket_tx the children import: ``"pure Python"``, or ``"compiled (N of
+    M modules: ...)"`` when extension modules (``.so``/``.pyd``, e.g. a mypyc build) sit in
+    the package beside the sources. Read from the files only: the package is not imported."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("rsocket_tx")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return "not importable"
+    root = Path(list(spec.submodule_search_locations)[0])
+    sources = {p.relative_to(root).with_suffix("") for p in root.rglob("*.py")}
+    compiled = sorted({p.relative_to(root).parent / p.name.split(".", 1)[0]
+                       for p in (*root.rglob("*.so"), *root.rglob("*.pyd"))} & sources)
+    if not compiled:
+        return f"pure Python ({root})"
+    names = ", ".join(str(p).replace("/", ".") for p in compiled[:6])
+    more = f", ... ({len(compiled) - 6} more)" if len(compiled) > 6 else ""
+    return f"compiled ({len(compiled)} of {len(sources)} modules: {names}{more}; {root})"
 
 
 def versions() -> dict:
@@ -496,6 +536,11 @@ def main(argv: list[str] | None = None) -> int:
                         done = attempts[impl.key]
                         if done and done[-1]["status"] != "ok":
                             continue  # failed or timed out once: do not spend more time on it
+                        why = dict(impl.not_applicable).get(wl.kind)
+                        if why is not None:  # the protocol has no such interaction
+                            done.append({"status": "n/a", "detail": f"n/a ({why[0]})",
+                                         "why": why[1]})
+                            continue
                         port, problem = server_port(impl, kind)
                         if problem is not None:
                             res = {"status": "n/a" if problem.startswith("n/a") else "error",
@@ -521,6 +566,11 @@ def main(argv: list[str] | None = None) -> int:
                     if not detail.startswith(res["status"]):
                         detail = f"{res['status']}: {detail}"
                     progress(f"{impl.key:12s} {kind:3s} {wl.key:9s} {detail}")
+                    if "why" in res:
+                        note = f"{impl.title}: {res['detail']}: {res['why']}"
+                        if note not in notes:
+                            notes.append(note)
+                        continue
                     if not servers[impl.server, kind][2]:
                         notes.append(f"{impl.title} ({kind}) / {wl.key}: {res['status']}: "
                                      f"{res.get('detail', '')}")
@@ -533,10 +583,14 @@ def main(argv: list[str] | None = None) -> int:
         if tls_dir is not None:
             shutil.rmtree(tls_dir, ignore_errors=True)
 
-    table = render_table(workloads, results, transports)
+    table = render_table(workloads, results, transports, impls)
+    build = rsocket_tx_build()
     print()
     print(table)
     print()
+    if any(i.key in TX_COLUMNS for i in impls):
+        columns = ", ".join(i.title for i in impls if i.key in TX_COLUMNS)
+        print(f"rsocket_tx build (columns {columns}): {build}")
     mode = "quick" if args.quick else "full"
     cells = [r for per in results.values() for by_impl in per.values()
              for r in by_impl.values()]
@@ -560,7 +614,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"meta": {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "mode": mode,
                         "repeat": args.repeat, "budget_s": args.budget, "scale": args.scale,
                         "transports": transports,
-                        "py_read_buffer": args.py_read_buffer, **versions()},
+                        "py_read_buffer": args.py_read_buffer, "rsocket_tx_build": build,
+                        **versions()},
                "workloads": {w.key: {"label": w.label, "unit": w.unit, "metric":
                                      "mb_per_s" if w.metric == "mb" else "ops_per_s",
                                      "target_vs_raw": w.target_raw,
@@ -569,14 +624,17 @@ def main(argv: list[str] | None = None) -> int:
         for w in workloads:
             for kind in transports:
                 r = results[w.key][kind]
-                raw, py, tx, java, tx_java = (
+                raw, py, tx, java, tx_java, rsnet, rs2015 = (
                     metric(w, r.get(k))
-                    for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java", "tx-java"))
+                    for k in ("raw", "rsocket-py", "rsocket_tx", "rsocket-java", "tx-java",
+                              "rsnet", "rs2015"))
                 doc["workloads"][w.key].setdefault("ratios", {})[kind] = {
                     "tx_over_raw": tx / raw if tx and raw else None,
                     "tx_over_py": tx / py if tx and py else None,
                     "tx_over_java": tx / java if tx and java else None,
-                    "tx_client_over_java_client": tx_java / java if tx_java and java else None}
+                    "tx_client_over_java_client": tx_java / java if tx_java and java else None,
+                    "rsnet_over_tx": rsnet / tx if rsnet and tx else None,
+                    "rs2015_over_tx": rs2015 / tx if rs2015 and tx else None}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"numbers written to {args.json}")
     return 0

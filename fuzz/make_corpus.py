@@ -355,6 +355,51 @@ def reactivesocket_client() -> Iterable[bytes]:
         yield seed_input(mode | R.LEASE | R.SMALL, [wrap(f) for f in answers] + opening)
 
 
+# ------------------------------------------------------------------------------- yamux
+
+def _yamux_vectors() -> list[bytes]:
+    """The frames of tests/yamux/test_codec_golden.py."""
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    return [wire for _, wire in importlib.import_module("yamux.test_codec_golden").GOLDEN]
+
+
+def yamux_frames() -> Iterable[bytes]:
+    vectors = _yamux_vectors()
+    yield seed_input(0xFF, [b"".join(vectors)])
+    for wire in vectors:
+        yield seed_input(0x40, [wire])
+
+
+def _yamux_peer(client: bool) -> Iterable[bytes]:
+    from .drivers import yamux as Y
+    # the peer's ids are the other side's parity: odd when we are the server
+    sid = 2 if client else 1
+    syn = bytes.fromhex("00 01 0001") + sid.to_bytes(4, "big") + bytes(4)
+    data = bytes.fromhex("00 00 0000") + sid.to_bytes(4, "big") + (3).to_bytes(4, "big") + b"abc"
+    fin = bytes.fromhex("00 01 0004") + sid.to_bytes(4, "big") + bytes(4)
+    ping = bytes.fromhex("00 02 0001 00000000 00000007")
+    update = bytes.fromhex("00 01 0000") + sid.to_bytes(4, "big") + (65536).to_bytes(4, "big")
+    # the peer opens a stream, we accept, both send and close; we open one and send
+    yield seed_input(0, [syn, (4, 0x80), data, (1, 0x85), fin, (2, 0x80), ping, (0, 0),
+                         (1, 0x81), update, (9, 40)])
+    yield seed_input(Y.SMALL, [syn, syn[:4] + (sid + 2).to_bytes(4, "big") + bytes(4),
+                               syn[:4] + (sid + 4).to_bytes(4, "big") + bytes(4), (4, 0x80),
+                               (6, 0), (10, 0), (10, 0)])
+    yield seed_input(0, [(0, 0), (1, 0x3F), (1, 0x3F), (7, 0), syn,
+                         bytes.fromhex("00 03 0000 00000000 00000001")])
+    yield seed_input(Y.SMALL, [(0, 0), (2, 0x80), (10, 0), (3, 0x80), (8, 1)])
+
+
+def yamux_server() -> Iterable[bytes]:
+    return _yamux_peer(client=False)
+
+
+def yamux_client() -> Iterable[bytes]:
+    return _yamux_peer(client=True)
+
+
 SEEDS: dict[str, Callable[[], Iterable[bytes]]] = {
     "rsocket_frames": rsocket_frames,
     "rsocket_framing": rsocket_framing,
@@ -373,6 +418,9 @@ SEEDS: dict[str, Callable[[], Iterable[bytes]]] = {
     "reactivesocket_frames": reactivesocket_frames,
     "reactivesocket_server": reactivesocket_server,
     "reactivesocket_client": reactivesocket_client,
+    "yamux_frames": yamux_frames,
+    "yamux_server": yamux_server,
+    "yamux_client": yamux_client,
 }
 
 

@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, ensureDeferred, fail, succeed
 from twisted.python.failure import Failure
@@ -60,9 +61,10 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_DATA_MIME = "application/json"
 
 _lock = threading.Lock()
-_reactor = None
-_pid = None
-_connections: dict[tuple, object] = {}  # RSocket, or a list of waiters; reactor thread only
+_reactor: Any = None  # the global reactor once started (its interfaces, as Twisted types it)
+_pid: int | None = None
+#: RSocket, or a list of waiters (Deferreds); reactor thread only
+_connections: dict[tuple, Any] = {}
 
 
 class RuntimeTimeout(TimeoutError):
@@ -146,14 +148,14 @@ def _connect_cached(endpoint: str, data_mime_type: str, metadata_mime_type: str,
     key = (endpoint, data_mime_type, metadata_mime_type, tuple(sorted(connect_kwargs.items())))
     entry = _connections.get(key)
     if isinstance(entry, list):  # a connect in progress: wait for it too
-        waiter = Deferred()
+        waiter: Deferred = Deferred()
         entry.append(waiter)
         return waiter
     if entry is not None and entry.is_open and not entry.is_closing:
         return succeed(entry)
     waiters: list[Deferred] = []
     _connections[key] = waiters
-    first = Deferred()
+    first: Deferred = Deferred()
     waiters.append(first)
 
     def done(result):
@@ -440,7 +442,7 @@ class ChannelFeed:
         # reactor thread only:
         self._chunks: deque = deque()
         self._pos = 0
-        self._waiter = None
+        self._waiter: Deferred | None = None
         self._ended = False
         self._error: BaseException | None = None
 

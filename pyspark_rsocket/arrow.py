@@ -9,6 +9,11 @@ decoded from the payload data, or *source* columns filled by the reader:
 * ``json`` / ``cbor``: every field of the user's schema is read from the record (a JSON object
   / CBOR map per payload), except the source columns ``_shard`` (int), ``_offset`` (long),
   ``_endpoint`` (string) and ``_metadata`` (binary), which every format also accepts.
+* ``arrow``: each payload is an Arrow IPC stream (:mod:`rsocket_tx.extensions.arrow`) of one
+  or more record batches; every field of the user's schema but the source columns is taken
+  from its columns by name (no per-row step: the columns are the payload's buffers), the
+  types must be the declared ones (:class:`SchemaMismatchError` otherwise). ``_offset`` is
+  the offset of the payload holding the row.
 
 JSON is decoded in bulk: the chunk's records are joined with newlines and parsed by
 :func:`pyarrow.json.read_json` with an explicit schema (fields absent from the schema are
@@ -18,12 +23,12 @@ ignored, missing ones are null). CBOR is decoded per record with :mod:`cbor2`.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-__all__ = ["SOURCE_COLUMNS", "ChunkConverter", "DecodeError", "check_schema",
-           "default_schema"]
+__all__ = ["SOURCE_COLUMNS", "ChunkConverter", "DecodeError", "SchemaMismatchError",
+           "check_schema", "default_schema"]
 
 #: Source columns by name -> (Spark type name, Arrow type): filled by the reader, not decoded.
 SOURCE_COLUMNS = {
@@ -61,8 +66,40 @@ def _offset_metadata(offsets: pa.Array | None, n: int) -> pa.Array:
     return fixed.cast(pa.binary())
 
 
+def _show(schema: pa.Schema) -> str:
+    return schema.to_string(show_field_metadata=False, show_schema_metadata=False)\
+        .replace("\n", ", ")
+
+
+def _same_type(actual: pa.DataType, declared: pa.DataType) -> bool:
+    """Equal types; timestamps of the same unit in any time zone count as equal (the same
+    instants: only how they display differs)."""
+    if actual.equals(declared):
+        return True
+    return (pa.types.is_timestamp(actual) and pa.types.is_timestamp(declared)
+            and actual.unit == declared.unit)
+
+
+class _Metadata:
+    """``_record_batch``'s ``metadata()`` of an Arrow payload's rows: the offset metadata
+    ``log.read`` gives (log mode), else the payload's metadata repeated."""
+
+    def __init__(self, metadata: bytes | None, offsets: pa.Array | None, n: int) -> None:
+        self.metadata, self.offsets, self.n = metadata, offsets, n
+
+    def __call__(self) -> pa.Array:
+        if self.offsets is not None:
+            return _offset_metadata(self.offsets, self.n)
+        return pa.repeat(pa.scalar(self.metadata, pa.binary()), self.n)
+
+
 class DecodeError(ValueError):
     """A payload's data could not be decoded in the requested format."""
+
+
+class SchemaMismatchError(DecodeError):
+    """An Arrow payload whose schema does not have the declared columns and types; the
+    message names both schemas."""
 
 
 def default_schema(fmt: str, log_mode: bool) -> str:
@@ -125,6 +162,7 @@ class ChunkConverter:
             self.record_fields = [f for f in self.arrow_schema if f.name not in SOURCE_COLUMNS]
         self.record_schema = pa.schema(self.record_fields)
         self._json_parse = None
+        self._arrow_names = [f.name for f in self.record_fields]
         if fmt == "json" and self.record_fields:
             import pyarrow.json as pj
             self._pj = pj
@@ -149,6 +187,47 @@ class ChunkConverter:
             columns, n, offsets,
             lambda: pa.array([p.data for p in chunk], pa.binary()),
             lambda: pa.array([p.metadata for p in chunk], pa.binary()))
+
+    def convert_arrow(self, chunk: Sequence, offsets: pa.Array | None = None
+                      ) -> Iterator[pa.RecordBatch]:
+        """The record batches of a chunk of Arrow IPC payloads, in the output schema: the
+        declared columns taken by name from each payload's batches (zero-copy), the source
+        columns added.
+
+        :param offsets: the chunk's offsets (int64, one per payload): each row gets the
+            offset of its payload.
+        :raises SchemaMismatchError: a payload lacks a declared column, or has it with
+            another type (the message shows both schemas).
+        :raises DecodeError: a payload is not an Arrow IPC stream.
+        """
+        from rsocket_tx.extensions.arrow import ArrowDecodeError, decode_record_batches
+        for i, payload in enumerate(chunk):
+            try:
+                batches = decode_record_batches(payload.data)
+            except ArrowDecodeError as exc:
+                raise DecodeError(f"payload {i} of the chunk: {exc}") from None
+            for batch in batches:
+                n = batch.num_rows
+                columns = self._arrow_columns(batch)
+                offset = None if offsets is None else \
+                    pa.repeat(pa.scalar(offsets[i].as_py(), pa.int64()), n)
+                yield self._record_batch(columns, n, offset, None,
+                                         _Metadata(payload.metadata, offset, n))
+
+    def _arrow_columns(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        schema = batch.schema
+        columns = {}
+        for field in self.record_fields:
+            index = schema.get_field_index(field.name)
+            if index < 0 or not _same_type(schema.field(index).type, field.type):
+                raise SchemaMismatchError(
+                    f"the Arrow payload's schema <{_show(schema)}> does not match the declared "
+                    f"schema <{_show(self.record_schema)}>: "
+                    + (f"no column {field.name!r}" if index < 0 else
+                       f"column {field.name!r} is {schema.field(index).type}, declared "
+                       f"{field.type}"))
+            columns[field.name] = batch.column(index)
+        return columns
 
     def convert_lines(self, body, n: int, records, offsets: pa.Array | None = None
                       ) -> pa.RecordBatch:

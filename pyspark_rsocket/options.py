@@ -14,7 +14,10 @@ option                 meaning
 ``shards``             log mode: comma-separated shard numbers to read (default: all).
 ``route``              generic mode (no ``topic``): route of the request-stream, one per endpoint.
 ``data``               generic mode: request data (UTF-8 text sent as is; default empty).
-``format``             ``binary`` (default), ``json`` or ``cbor``: how payload data is decoded.
+``format``             ``binary`` (default), ``json``, ``cbor`` or ``arrow``: how payload data is
+                       decoded. ``arrow``: each payload is an Arrow IPC stream
+                       (``application/vnd.apache.arrow.stream``) whose batches go to Spark as
+                       they are; in log mode an offset numbers a payload, not a row.
 ``prefetch``           request-n window per stream (default 8192 rows).
 ``batchSize``          most rows per Arrow record batch handed to Spark (default 8192).
 ``batchBytes``         log mode: most bytes per record batch of ``log.read.batch`` (many records
@@ -27,18 +30,26 @@ option                 meaning
                        ``{"endpoint": {"shard": offset}}``.
 ``timeout``            milliseconds to wait for a connection, a response or the next rows
                        (default 60000).
-``dataMimeType``       generic mode: SETUP data MIME type (default ``application/json``).
+``dataMimeType``       generic mode: SETUP data MIME type (default ``application/json``;
+                       ``application/vnd.apache.arrow.stream`` with format ``arrow``).
 =====================  =========================================================================
+
+The writer (:mod:`pyspark_rsocket.writer`) names its responder with the same option,
+``endpoints`` (one endpoint). The singular ``endpoint`` is refused on both sides with a message
+naming ``endpoints``; any other unknown option is refused with the closest known name
+(:func:`check_option_names`).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import overload
 
-__all__ = ["DEFAULT_BATCH_BYTES", "FORMATS", "ReadOptions", "parse_read_options",
-           "parse_positive_int"]
+__all__ = ["DEFAULT_BATCH_BYTES", "FORMATS", "READ_OPTIONS", "ReadOptions",
+           "check_option_names", "parse_read_options", "parse_positive_int"]
 
 #: Default of option ``batchBytes``: bytes per record batch asked of ``log.read.batch``.
 DEFAULT_BATCH_BYTES = 256 * 1024
@@ -46,13 +57,44 @@ DEFAULT_BATCH_BYTES = 256 * 1024
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 #: Payload data formats the reader decodes.
-FORMATS = ("binary", "json", "cbor")
+FORMATS = ("binary", "json", "cbor", "arrow")
+#: The data MIME type of format ``arrow`` (the Arrow IPC streaming format).
+ARROW_MIME = "application/vnd.apache.arrow.stream"
 
-_KNOWN = {
-    "endpoints", "topic", "shards", "route", "data", "format", "prefetch", "batchsize",
-    "maxrowsperbatch", "maxrowsperpartition", "startingoffsets", "timeout", "datamimetype",
-    "path", "batchbytes",
-}
+#: Every reader option, as documented (Spark's option names are case-insensitive).
+READ_OPTIONS = (
+    "endpoints", "topic", "shards", "route", "data", "format", "prefetch", "batchSize",
+    "batchBytes", "maxRowsPerBatch", "maxRowsPerPartition", "startingOffsets", "timeout",
+    "dataMimeType",
+)
+#: Old or mistaken spellings refused with the name to use instead.
+RENAMED = {"endpoint": "endpoints"}
+#: Options Spark itself sets (``writeStream``'s ``checkpointLocation`` and ``queryName``,
+#: ``load``/``save``'s ``path``, and its internal ``__``-prefixed ones): accepted on both
+#: sides, never suggested.
+SPARK_OPTIONS = ("checkpointLocation", "queryName", "path", "paths")
+
+
+def check_option_names(options: Iterable[str], known: Iterable[str], side: str) -> None:
+    """Refuse option names not in ``known`` (case-insensitively), naming the closest known
+    one (:func:`difflib.get_close_matches`) or, for a renamed option, its new name.
+
+    :param side: ``read`` or ``write``, for the message.
+    :raises ValueError: an unknown option; the message names it and what to use.
+    """
+    by_lower = {name.lower(): name for name in known}
+    spark = {name.lower() for name in SPARK_OPTIONS}
+    for name in sorted(options):
+        lowered = name.lower()
+        if lowered in by_lower or lowered in spark or lowered.startswith("__"):
+            continue
+        if lowered in RENAMED:
+            raise ValueError(f"rsocket {side} option {name!r} is called "
+                             f"{RENAMED[lowered]!r} (reader and writer use one name)")
+        close = difflib.get_close_matches(lowered, list(by_lower), n=1, cutoff=0.6)
+        hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
+        raise ValueError(f"unknown rsocket {side} option {name!r}: {hint}known: "
+                         f"{', '.join(known)}")
 
 
 @dataclass(frozen=True)
@@ -74,10 +116,19 @@ class ReadOptions:
     batch_size: int = 8192
     max_rows_per_batch: int | None = None
     max_rows_per_partition: int | None = None
-    starting_offsets: object = "earliest"
+    starting_offsets: str | dict[str, dict[str, int]] = "earliest"
     timeout: float = 60.0
     data_mime_type: str = "application/json"
     batch_bytes: int = DEFAULT_BATCH_BYTES
+
+    @property
+    def log_topic(self) -> str:
+        """The topic, in log mode.
+
+        :raises ValueError: not in log mode (no option ``topic``)."""
+        if self.topic is None:
+            raise ValueError("rsocket option 'topic' is needed here (the offsets protocol)")
+        return self.topic
 
     @property
     def log_mode(self) -> bool:
@@ -94,6 +145,16 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
             if key.lower() == lowered:
                 return v
     return value
+
+
+@overload
+def parse_positive_int(options: Mapping[str, str], name: str, default: int,
+                       maximum: int = ...) -> int: ...
+
+
+@overload
+def parse_positive_int(options: Mapping[str, str], name: str, default: None,
+                       maximum: int = ...) -> int | None: ...
 
 
 def parse_positive_int(options: Mapping[str, str], name: str, default: int | None,
@@ -144,7 +205,7 @@ def _check_endpoint(endpoint: str) -> None:
                          f"{exc}") from None
 
 
-def _parse_offsets(raw: str) -> object:
+def _parse_offsets(raw: str) -> str | dict[str, dict[str, int]]:
     text = raw.strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower()
@@ -172,12 +233,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
     :raises ValueError: an option is missing, unknown, malformed or out of range; the message
         names it.
     """
-    unknown = sorted(k for k in options if k.lower() not in _KNOWN)
-    if unknown:
-        raise ValueError(f"unknown rsocket read option(s) {unknown}; known: endpoints, topic, "
-                         "shards, route, data, format, prefetch, batchSize, batchBytes, "
-                         "maxRowsPerBatch, maxRowsPerPartition, startingOffsets, timeout, "
-                         "dataMimeType")
+    check_option_names(options, READ_OPTIONS, "read")
     endpoints = split_endpoints(_get(options, "endpoints") or _get(options, "path"))
     for endpoint in endpoints:
         _check_endpoint(endpoint)
@@ -222,7 +278,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
     raw = _get(options, "startingOffsets")
     starting = "earliest" if raw is None else _parse_offsets(raw)
     timeout_ms = parse_positive_int(options, "timeout", 60000)
-    mime = _get(options, "dataMimeType") or "application/json"
+    mime = _get(options, "dataMimeType") or (ARROW_MIME if fmt == "arrow" else
+                                             "application/json")
     raw = _get(options, "batchBytes")
     batch_bytes = DEFAULT_BATCH_BYTES
     if raw is not None and str(raw).strip():

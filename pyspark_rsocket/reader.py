@@ -63,6 +63,11 @@ BATCHES_PER_CHUNK = 8
 #: ``log.read.batch``: rows of ``prefetch`` per requested record batch: the request-n window
 #: is ``max(2, prefetch // ROWS_PER_CREDIT)`` record batches.
 ROWS_PER_CREDIT = 512
+#: Format ``arrow``: rows of ``prefetch`` per requested payload (an Arrow IPC stream of many
+#: rows): the request-n window is ``max(2, prefetch // ARROW_ROWS_PER_CREDIT)`` payloads.
+ARROW_ROWS_PER_CREDIT = 1024
+#: Format ``arrow``: most payloads handed to the task at a time.
+ARROW_PAYLOADS_PER_CHUNK = 4
 
 
 class OffsetGapError(RuntimeError):
@@ -109,7 +114,7 @@ def log_end_offsets(endpoint: str, topic: str, timeout: float) -> dict[int, int]
     payload = rt.request_response(endpoint, {"topic": topic}, route=ROUTE_OFFSETS,
                                   timeout=timeout)
     try:
-        answer = json.loads(payload.data)
+        answer = json.loads(payload.data if payload is not None else b"")
         return {int(k): int(v) for k, v in answer["shards"].items()}
     except (AttributeError, ValueError, KeyError, TypeError):
         raise ValueError(f"{endpoint}: {ROUTE_OFFSETS} answered {payload!r}, not "
@@ -168,15 +173,21 @@ def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator
         return
     where = f"{part.endpoint} topic {part.topic!r} shard {part.shard}"
     conv = ChunkConverter(schema, options.format, part.endpoint, part.shard)
-    if options.batch_bytes:
+    arrow = options.format == "arrow"
+    if options.batch_bytes and not arrow:
         yield from _read_log_batches(options, conv, part, where)
         return
     from . import _runtime as rt
     prefix = OFFSET_METADATA_PREFIX
     request = {"topic": part.topic, "shard": part.shard, "from": part.start, "to": part.stop}
+    if arrow:  # each record is an Arrow IPC stream of many rows: its own payload
+        prefetch, chunk_size, linger = (max(2, options.prefetch // ARROW_ROWS_PER_CREDIT),
+                                        ARROW_PAYLOADS_PER_CHUNK, 0.0)
+    else:
+        prefetch, chunk_size, linger = options.prefetch, options.batch_size, LINGER
     stream = rt.request_stream_chunks(
-        part.endpoint, request, route=ROUTE_READ, prefetch=options.prefetch,
-        chunk_size=options.batch_size, max_chunks=4, timeout=options.timeout, linger=LINGER)
+        part.endpoint, request, route=ROUTE_READ, prefetch=prefetch,
+        chunk_size=chunk_size, max_chunks=4, timeout=options.timeout, linger=linger)
     expected = part.start
     try:
         for chunk in stream:
@@ -185,12 +196,14 @@ def read_log_range(options: ReadOptions, schema, part: LogPartition) -> Iterator
                                      f"{part.stop}) asked for")
             offsets = _check_offsets(chunk, expected, prefix, where)
             try:
-                batch = conv.convert(chunk, offsets)
+                if arrow:
+                    yield from conv.convert_arrow(chunk, offsets)
+                else:
+                    yield conv.convert(chunk, offsets)
             except DecodeError as exc:
-                raise DecodeError(f"{where} offsets [{expected}, {expected + len(chunk)}): "
-                                  f"{exc}") from None
+                raise type(exc)(f"{where} offsets [{expected}, {expected + len(chunk)}): "
+                                f"{exc}") from None
             expected += len(chunk)
-            yield batch
         _check_complete(expected, part, where)
     finally:
         stream.close()
@@ -218,7 +231,7 @@ def _read_log_batches(options: ReadOptions, conv: ChunkConverter, part: LogParti
             for payload in chunk:
                 data = payload.data
                 try:
-                    first, lengths, body = batch_layout(data)
+                    first, lengths, records_at = batch_layout(data)
                 except RecordBatchError as exc:
                     raise OffsetGapError(f"{where}: a malformed record batch at offset "
                                          f"{expected}: {exc}") from None
@@ -227,7 +240,7 @@ def _read_log_batches(options: ReadOptions, conv: ChunkConverter, part: LogParti
                                          f"got {first} (a record batch's first offset); "
                                          f"failing the task so that Spark retries it")
                 expected += len(lengths)
-                bodies.append(data[body:])
+                bodies.append(data[records_at:])
             if expected > part.stop:
                 raise OffsetGapError(f"{where}: more records than offsets [{part.start}, "
                                      f"{part.stop}) asked for")
@@ -256,16 +269,23 @@ def read_generic(options: ReadOptions, schema, part: GenericPartition) -> Iterat
 
     from . import _runtime as rt
     conv = ChunkConverter(schema, options.format, part.endpoint, None)
+    arrow = options.format == "arrow"
     stream = rt.request_stream_chunks(
-        part.endpoint, Payload(options.data), route=options.route, prefetch=options.prefetch,
-        chunk_size=options.batch_size, max_chunks=4, timeout=options.timeout, linger=LINGER,
+        part.endpoint, Payload(options.data), route=options.route,
+        prefetch=max(2, options.prefetch // ARROW_ROWS_PER_CREDIT) if arrow else
+        options.prefetch,
+        chunk_size=ARROW_PAYLOADS_PER_CHUNK if arrow else options.batch_size, max_chunks=4,
+        timeout=options.timeout, linger=0.0 if arrow else LINGER,
         data_mime_type=options.data_mime_type)
     try:
         for chunk in stream:
             try:
-                yield conv.convert(chunk)
+                if arrow:
+                    yield from conv.convert_arrow(chunk)
+                else:
+                    yield conv.convert(chunk)
             except DecodeError as exc:
-                raise DecodeError(f"{part.endpoint} route {options.route!r}: {exc}") from None
+                raise type(exc)(f"{part.endpoint} route {options.route!r}: {exc}") from None
     finally:
         stream.close()
 
@@ -274,7 +294,7 @@ def _shard_ends(options: ReadOptions) -> dict[str, dict[int, int]]:
     """``{endpoint: {shard: end}}`` now, restricted to the ``shards`` option."""
     ends = {}
     for endpoint in options.endpoints:
-        shards = log_end_offsets(endpoint, options.topic, options.timeout)
+        shards = log_end_offsets(endpoint, options.log_topic, options.timeout)
         if options.shards is not None:
             shards = {s: e for s, e in shards.items() if s in options.shards}
         ends[endpoint] = shards
@@ -311,10 +331,11 @@ class RSocketReader(DataSourceReader):
         for endpoint, shards in ends.items():
             for shard, end in sorted(shards.items()):
                 if step is None or end <= step:
-                    parts.append(LogPartition(endpoint, opts.topic, shard, 0, end))
+                    parts.append(LogPartition(endpoint, opts.log_topic, shard, 0, end))
                     continue
                 for a in range(0, end, step):
-                    parts.append(LogPartition(endpoint, opts.topic, shard, a, min(end, a + step)))
+                    parts.append(LogPartition(endpoint, opts.log_topic, shard, a,
+                                              min(end, a + step)))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator:
@@ -365,11 +386,11 @@ class RSocketStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """``startingOffsets``: earliest (every shard at 0), latest (the ends now), or given."""
         start = self.options.starting_offsets
+        if isinstance(start, dict):
+            return {ep: dict(start.get(ep, {})) for ep in self.options.endpoints}
         if start == "latest":
             return self._now()
-        if start == "earliest":
-            return {ep: dict.fromkeys(shards, 0) for ep, shards in self._now().items()}
-        return {ep: dict(start.get(ep, {})) for ep in self.options.endpoints}
+        return {ep: dict.fromkeys(shards, 0) for ep, shards in self._now().items()}
 
     def getDefaultReadLimit(self):
         """``ReadMaxRows(maxRowsPerBatch x shards)`` when ``maxRowsPerBatch`` is set."""
@@ -427,11 +448,13 @@ class RSocketStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for shard, stop in sorted(end[ep].items(), key=lambda kv: int(kv[0])):
                 s = (start or {}).get(ep, {}).get(shard, 0)
                 if stop > s:
-                    parts.append(LogPartition(ep, self.options.topic, int(shard), s, stop))
+                    parts.append(LogPartition(ep, self.options.log_topic, int(shard), s, stop))
         return parts
 
     def read(self, partition: InputPartition) -> Iterator:
         """Arrow record batches of one range (see :func:`read_log_range`)."""
+        if not isinstance(partition, LogPartition):
+            return iter(())  # (the planner makes only LogPartitions)
         return read_log_range(self.options, self.schema, partition)
 
     def commit(self, end: dict) -> None:

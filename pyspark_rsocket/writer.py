@@ -23,8 +23,11 @@ batch of many rows (at most ``batchBytes`` bytes) on ``log.append.batch``/``log.
 
 Rows arrive as Arrow record batches (``DataSourceArrowWriter``/``DataSourceStreamArrowWriter``)
 and are encoded per ``format``: ``json`` (default; one JSON object per row, keys = column
-names), ``cbor`` (one CBOR map per row) or ``binary`` (the ``data`` column's bytes as they are,
-a string column as UTF-8, null as empty; other columns are ignored). JSON values: timestamps
+names), ``cbor`` (one CBOR map per row), ``binary`` (the ``data`` column's bytes as they are,
+a string column as UTF-8, null as empty; other columns are ignored) or ``arrow`` (each Arrow
+record batch Spark hands the task is one record: an Arrow IPC stream,
+``application/vnd.apache.arrow.stream``, sent as it is on ``log.append``/``log.stage``; no
+per-row step; ``batchBytes`` does not apply). JSON values: timestamps
 and dates ISO 8601 text, floats as Python's ``repr`` (``1e+16``, ``1.5e-07``; Spark writes
 Java's ``1.0E16``: the same doubles), decimals numbers (as float), binary base64 text, maps
 objects, NaN and infinities null; map keys as Spark's JSON writer writes them (dates as days
@@ -34,7 +37,8 @@ timestamps tag 0/1, decimals tag 4, binary byte strings, NaN kept, map keys of t
 (struct keys CBOR maps, array keys CBOR arrays).
 
 Options (case-insensitive; checked on the driver, a wrong one raises ValueError naming it):
-``endpoint`` (required), ``topic`` (required), ``shard`` (default 0), ``format`` (``json``),
+``endpoints`` (required; one endpoint: the reader's option name), ``topic`` (required),
+``shard`` (default 0), ``format`` (``json``),
 ``guarantee`` (``at-least-once``), ``sinkId``, ``timeout`` (milliseconds a task or the driver
 waits for connection, credit or acknowledgement; default 300000), ``batchBytes`` (bytes per
 record batch, default 262144; 0: one row per payload). ``mode("overwrite")`` is
@@ -73,7 +77,7 @@ from ._runtime import send_records
 try:  # PySpark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
 except ImportError:  # pragma: no cover - PySpark 4.0: rows instead of Arrow batches
-    _StreamWriterBase = DataSourceStreamWriter
+    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[misc, assignment]
 
 __all__ = [
     "ROUTE_ABORT",
@@ -96,7 +100,11 @@ ROUTE_STAGE_BATCH = "log.stage.batch"
 ROUTE_COMMIT = "log.commit"
 ROUTE_ABORT = "log.abort"
 
-FORMATS = ("json", "cbor", "binary")
+FORMATS = ("json", "cbor", "binary", "arrow")
+#: Every writer option, as documented (Spark's option names are case-insensitive; ``path``,
+#: what ``save(path)`` sets, is taken as the endpoint).
+WRITE_OPTIONS = ("endpoints", "topic", "shard", "format", "guarantee", "sinkId", "timeout",
+                 "batchBytes")
 AT_LEAST_ONCE = "at-least-once"
 EXACTLY_ONCE = "exactly-once"
 GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE)
@@ -149,28 +157,30 @@ class SinkOptions:
     def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
         """Validate the data source options for a write of ``schema``.
 
-        Option names are case-insensitive: ``endpoint`` (required; ``endpoints`` with a single
-        entry is accepted too), ``topic`` (required), ``shard`` (int >= 0, default 0),
-        ``format`` (``json`` default, ``cbor``, ``binary``), ``guarantee`` (``at-least-once``
+        Option names are case-insensitive (:data:`WRITE_OPTIONS`): ``endpoints`` (required:
+        one endpoint, the same option name as the reader's), ``topic`` (required), ``shard``
+        (int >= 0, default 0), ``format`` (``json`` default, ``cbor``, ``binary``, ``arrow``),
+        ``guarantee`` (``at-least-once``
         default, ``exactly-once``), ``sinkId``, ``timeout`` (milliseconds, default 300000),
         ``batchBytes`` (0, or 64 .. 8388608 bytes per record batch; default 262144).
 
-        :raises ValueError: an option is missing or has a wrong value; ``format=binary`` and
+        :raises ValueError: an option is missing, unknown (the message names the closest known
+            one; ``endpoint`` is refused naming ``endpoints``) or has a wrong value;
+            ``format=binary`` and
             the schema has no ``data`` column of type binary or string.
         """
+        from .options import check_option_names
+        check_option_names(options, WRITE_OPTIONS, "write")
         opts = {str(k).lower(): v for k, v in dict(options).items()}
-        endpoint = (opts.get("endpoint") or "").strip()
-        if not endpoint:
-            many = [e.strip() for e in (opts.get("endpoints") or "").split(",") if e.strip()]
-            if len(many) > 1:
-                raise ValueError(
-                    "the rsocket sink writes to one endpoint, got endpoints="
-                    f"{opts['endpoints']!r}; "
-                    "use option 'endpoint'")
-            if not many:
-                raise ValueError("the rsocket sink needs option 'endpoint' (the streamlog "
-                                 "responder, e.g. 'tcp:host=127.0.0.1:port=7878')")
-            endpoint = many[0]
+        raw = opts.get("endpoints") or opts.get("path") or ""
+        many = [e.strip() for e in str(raw).split(",") if e.strip()]
+        if len(many) > 1:
+            raise ValueError(f"the rsocket sink writes to one endpoint, got endpoints={raw!r}: "
+                             "give one (one write per responder)")
+        if not many:
+            raise ValueError("the rsocket sink needs option 'endpoints' (the streamlog "
+                             "responder, e.g. 'tcp:host=127.0.0.1:port=7878')")
+        endpoint = many[0]
         topic = (opts.get("topic") or "").strip()
         if not topic:
             raise ValueError("the rsocket sink needs option 'topic' (the log topic to write to)")
@@ -246,7 +256,9 @@ def _finite(value):
     return value
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+#: UTC (``datetime.UTC`` is Python 3.11+; this package supports 3.10)
+_UTC = datetime.timezone.utc  # noqa: UP017
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 _MICROSECOND = datetime.timedelta(microseconds=1)
 
@@ -294,7 +306,7 @@ def _timestamp_micros(aware: bool) -> Callable[[Any], str]:
     time for a time-zone-aware column (PySpark's Rows), UTC wall time for timestamp_ntz."""
     def text(key) -> str:
         if key.tzinfo is None:
-            key = key.astimezone(datetime.UTC) if aware else key.replace(tzinfo=datetime.UTC)
+            key = key.astimezone(_UTC) if aware else key.replace(tzinfo=_UTC)
         return str((key - _EPOCH) // _MICROSECOND)
     return text
 
@@ -520,15 +532,17 @@ def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
         column names is encoded row by row (the last column of a name wins).
     """
     if fmt == "binary":
-        def encode(batch) -> list[bytes]:
+        def encode_binary(batch) -> list[bytes]:
             if isinstance(batch, list):
                 values = [row["data"] for row in batch]
             else:
                 values = batch.column(batch.schema.get_field_index("data")).to_pylist()
             return [b"" if v is None else (v.encode("utf-8") if isinstance(v, str) else bytes(v))
                     for v in values]
-        return encode
+        return encode_binary
 
+    #: how a map key of an Arrow type becomes a key of the record (None: as it is)
+    key_text: Callable[[Any], Callable[[Any], Any] | None]
     if fmt == "json":
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                                  default=_json_default).encode
@@ -545,13 +559,14 @@ def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
             except ValueError:
                 return dumps(_finite(value))
 
-        def key_text(key_type) -> Callable[[Any], str]:
+        def json_key_text(key_type) -> Callable[[Any], str]:
             return _json_key_text(key_type, dump_value)
+        key_text = json_key_text
     else:
         import cbor2
 
         def encode_one(obj) -> bytes:
-            return cbor2.dumps(obj, timezone=datetime.UTC)
+            return cbor2.dumps(obj, timezone=_UTC)
         key_text = _cbor_key
 
     row_converters: list | None = None
@@ -587,6 +602,37 @@ def _encoder(fmt: str, schema: StructType | None = None, by_column: bool = True
     return encode
 
 
+def _arrow_chunks(items: Iterable, schema: StructType) -> Iterator[list[bytes]]:
+    """Format ``arrow``: each Arrow RecordBatch Spark hands the task as one record, an Arrow
+    IPC stream (:func:`rsocket_tx.extensions.arrow.encode_record_batches`); Rows (PySpark
+    4.0's streaming writer) are gathered into record batches of :data:`CHUNK_ROWS` first."""
+    import pyarrow as pa
+
+    from rsocket_tx.extensions.arrow import encode_record_batches
+    rows: list = []
+    arrow_schema = None
+
+    def from_rows(rows: list) -> list[bytes]:
+        nonlocal arrow_schema
+        if arrow_schema is None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+            arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        batch = pa.RecordBatch.from_pylist([r.asDict(recursive=True) for r in rows],
+                                           schema=arrow_schema)
+        return [encode_record_batches(batch)]
+    for item in items:
+        if isinstance(item, pa.RecordBatch):
+            if item.num_rows:
+                yield [encode_record_batches(item)]
+        else:
+            rows.append(item)
+            if len(rows) >= CHUNK_ROWS:
+                yield from_rows(rows)
+                rows = []
+    if rows:
+        yield from_rows(rows)
+
+
 def _chunks(items: Iterable, encode) -> Iterator[list[bytes]]:
     """Records in chunks of at most CHUNK_ROWS from an iterator of Arrow batches or Rows."""
     rows: list = []
@@ -612,10 +658,10 @@ def _chunks(items: Iterable, encode) -> Iterator[list[bytes]]:
 # requests from a task thread
 
 
-def call(endpoint: str, route: str, request: dict, timeout: float) -> dict:
+def call(endpoint: str, route: str, request: dict, timeout: float) -> Any:
     """Request-response with JSON ``request`` on ``route``, from a non-reactor thread.
 
-    :returns: the decoded JSON response.
+    :returns: the decoded JSON response (a dict from the stream log; None for no data).
     :raises rsocket_tx.RSocketError: the responder answered with an ERROR.
     :raises TimeoutError: no answer within ``timeout`` seconds.
     """
@@ -662,10 +708,13 @@ class _SinkBase:
         opts = self.opts
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else 0
-        chunks = _chunks(iterator, _encoder(opts.format, self.schema))
+        # arrow: one Arrow IPC stream per record and payload, on the one-record routes
+        batch_bytes = 0 if opts.format == "arrow" else opts.batch_bytes
+        chunks = _arrow_chunks(iterator, self.schema) if opts.format == "arrow" else \
+            _chunks(iterator, _encoder(opts.format, self.schema))
         if opts.guarantee == AT_LEAST_ONCE:
             header = {"topic": opts.topic, "shard": opts.shard}
-            route, ack_key = ROUTE_APPEND_BATCH if opts.batch_bytes else ROUTE_APPEND, "acked"
+            route, ack_key = ROUTE_APPEND_BATCH if batch_bytes else ROUTE_APPEND, "acked"
         else:
             first = next(chunks, None)
             if first is None:  # an empty partition stages nothing
@@ -673,9 +722,9 @@ class _SinkBase:
             chunks = _prepend(first, chunks)
             header = {"topic": opts.topic, "shard": opts.shard, "query": query,
                       "batch": batch, "partition": partition}
-            route, ack_key = ROUTE_STAGE_BATCH if opts.batch_bytes else ROUTE_STAGE, "staged"
+            route, ack_key = ROUTE_STAGE_BATCH if batch_bytes else ROUTE_STAGE, "staged"
         count = send_records(opts.endpoint, route, header, chunks, ack_key, opts.timeout,
-                             self._on_ack, opts.batch_bytes)
+                             self._on_ack, batch_bytes)
         return RSocketCommitMessage(query, batch, partition, count,
                                     opts.guarantee == EXACTLY_ONCE)
 
@@ -781,7 +830,7 @@ class RSocketStreamWriter(_SinkBase, _StreamWriterBase):
             batch_text = "-1"
         query = None
         if self.opts.guarantee == EXACTLY_ONCE:
-            query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY)
+            query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
             query = f"{self.opts.sink_id}/{query_id}" if query_id else self.opts.sink_id
         return self._write(iterator, query, int(batch_text))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from twisted.internet.defer import Deferred, ensureDeferred
 
@@ -47,7 +48,7 @@ class Authenticator:
 
     required: bool = True
 
-    def verify(self, credentials: Credentials):
+    def verify(self, credentials: Credentials) -> Any:
         """Check one set of credentials.
 
         :param credentials: :class:`~rsocket_tx.extensions.SimpleAuth`,
@@ -58,7 +59,7 @@ class Authenticator:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement verify()")
 
-    def authenticate_setup(self, credentials: Credentials | None):
+    def authenticate_setup(self, credentials: Credentials | None) -> Any:
         """Authenticate a connection from its SETUP credentials.
 
         :returns: the connection's principal (None: the SETUP carried no credentials), or a
@@ -69,7 +70,7 @@ class Authenticator:
             return None
         return _then(self.verify(credentials), _setup_verdict, credentials)
 
-    def authenticate_request(self, credentials: Credentials | None, principal):
+    def authenticate_request(self, credentials: Credentials | None, principal: Any) -> Any:
         """Authenticate one request.
 
         :param credentials: the request's own credentials, or None.
@@ -85,20 +86,21 @@ class Authenticator:
         return _then(self.verify(credentials), _request_verdict, credentials)
 
 
-def _then(result, verdict, credentials):
+def _then(result: Any, verdict: Callable[[Any, Credentials], Any],
+          credentials: Credentials) -> Any:
     if isinstance(result, Deferred) or hasattr(result, "__await__"):
         d = result if isinstance(result, Deferred) else ensureDeferred(result)
         return d.addCallback(verdict, credentials)
     return verdict(result, credentials)
 
 
-def _setup_verdict(principal, credentials):
+def _setup_verdict(principal: Any, credentials: Credentials) -> Any:
     if principal is None:
         raise RejectedSetupError(f"invalid {_kind(credentials)} credentials")
     return principal
 
 
-def _request_verdict(principal, credentials):
+def _request_verdict(principal: Any, credentials: Credentials) -> Any:
     if principal is None:
         raise RejectedError(f"invalid {_kind(credentials)} credentials")
     return principal
@@ -114,20 +116,22 @@ class SimpleAuthenticator(Authenticator):
     :raises TypeError: ``users`` is neither a mapping nor callable.
     """
 
-    def __init__(self, users: Mapping[str, str] | Callable, *, required: bool = True) -> None:
+    def __init__(self, users: Mapping[str, str] | Callable[[str, str], Any], *,
+                 required: bool = True) -> None:
         self._check = _checker(users, "users", "a mapping of username to password",
                                lambda table: lambda name, password: _lookup(table, name,
                                                                             password))
         self.required = required
 
-    def verify(self, credentials: Credentials):
+    def verify(self, credentials: Credentials) -> Any:
         """The principal for valid :class:`~rsocket_tx.extensions.SimpleAuth`, else None."""
         if not isinstance(credentials, SimpleAuth):
             return None
         return self._check(credentials.username, credentials.password)
 
 
-def _checker(source, name: str, mapping_kind: str, from_table: Callable) -> Callable:
+def _checker(source: object, name: str, mapping_kind: str,
+             from_table: Callable[[dict[str, Any]], Callable[..., Any]]) -> Callable[..., Any]:
     """The check function of a mapping (copied, looked up by ``from_table``) or a callable."""
     if isinstance(source, Mapping):
         return from_table(dict(source))
@@ -136,7 +140,7 @@ def _checker(source, name: str, mapping_kind: str, from_table: Callable) -> Call
     raise TypeError(f"{name} must be {mapping_kind} or a callable, got {type(source).__name__}")
 
 
-def _lookup(table: Mapping[str, str], name: str, password: str):
+def _lookup(table: Mapping[str, str], name: str, password: str) -> str | None:
     expected = table.get(name)
     if expected is None:
         return None
@@ -152,13 +156,13 @@ class BearerAuthenticator(Authenticator):
     :raises TypeError: ``tokens`` is neither a mapping nor callable.
     """
 
-    def __init__(self, tokens: Mapping[str, object] | Callable, *, required: bool = True
-                 ) -> None:
+    def __init__(self, tokens: Mapping[str, object] | Callable[[str], Any], *,
+                 required: bool = True) -> None:
         self._check = _checker(tokens, "tokens", "a mapping of token to principal",
                                lambda table: table.get)
         self.required = required
 
-    def verify(self, credentials: Credentials):
+    def verify(self, credentials: Credentials) -> Any:
         """The principal for a known :class:`~rsocket_tx.extensions.BearerAuth` token."""
         if not isinstance(credentials, BearerAuth):
             return None
@@ -180,7 +184,7 @@ class AnyAuthenticator(Authenticator):
         self._authenticators = authenticators
         self.required = required
 
-    def verify(self, credentials: Credentials):
+    def verify(self, credentials: Credentials) -> Any:
         """The first principal any authenticator gives for ``credentials``, else None."""
         for authenticator in self._authenticators:
             principal = authenticator.verify(credentials)

@@ -90,11 +90,11 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from .interfaces import IFrameTransport
+from .transports.peers import guess_client
+from .transports.tls import TLSError, tls_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .transports.limits import ConnectionLimit
-from .transports.peers import guess_client
-from .transports.tls import TLSError, tls_error
 
 __all__ = ["ABORT_DELAY", "FIRST_BYTES_KEPT", "FIRST_BYTES_WATCHED", "ConnectionLogger",
            "MuxProtocol", "describe_loss", "describe_peer",

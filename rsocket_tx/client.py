@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IProtocol, IStreamClientEndpoint
 from twisted.python.failure import Failure
 
 from .core.config import DEFAULT_KEEPALIVE_INTERVAL, DEFAULT_MAX_LIFETIME, ConnectionConfig
@@ -18,7 +19,13 @@ from .core.resume import new_token
 from .extensions import COMPOSITE_METADATA, Credentials, build_metadata
 from .interceptors import Interceptor
 from .lease import policy_for
-from .protocol import CLIENT_SETTINGS, RSocketClientFactory, build_config, settings_signature
+from .protocol import (
+    CLIENT_SETTINGS,
+    RSocketClientFactory,
+    RSocketProtocol,
+    build_config,
+    settings_signature,
+)
 from .responder import Responder
 from .transports.endpoints import client_endpoint
 from .transports.tls import tls_error
@@ -91,16 +98,17 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
     return setup
 
 
-def connect(endpoint, *, reactor=None, responder: Responder | None = None,
+def connect(endpoint: str | IStreamClientEndpoint, *, reactor: Any = None,
+            responder: Responder | None = None,
             setup_payload: Payload | None = None,
             data_mime_type: str = "application/octet-stream",
             metadata_mime_type: str = "application/octet-stream",
             config: ConnectionConfig | None = None,
-            frame_logger: Callable | None = None,
+            frame_logger: Callable[[str, Any], None] | None = None,
             auth: Credentials | None = None,
             resume: bool = False, resume_token: bytes | None = None,
             lease: bool | LeasePolicy = False, interceptors: Iterable[Interceptor] = (),
-            **settings) -> Deferred[RSocket]:
+            **settings: Any) -> Deferred[RSocket]:
     """Connect to an RSocket server and send SETUP (spec §Connection Establishment).
 
     The connection's settings are one :class:`~rsocket_tx.core.config.ConnectionConfig`
@@ -203,16 +211,34 @@ def connect(endpoint, *, reactor=None, responder: Responder | None = None,
                                    interceptors=interceptors)
     # the factory's reconnect refers to it weakly: no cycle through the factory
     factory_ref = weakref.ref(factory)
-    factory.reconnect = lambda: ep.connect(factory_ref())
-    d = ep.connect(factory)
-    d.addCallback(lambda proto: proto.when_secured())  # TLS: once the server is verified
-    d.addErrback(_tls_failure)  # e.g. wss: the TLS error under a failed WebSocket handshake
-    d.addCallback(lambda proto: proto.ready())  # with leases: after the first LEASE
-    d.addCallback(lambda proto: proto.rsocket)
-    return d
+
+    def reconnect() -> Deferred[IProtocol]:
+        live = factory_ref()
+        assert live is not None, "only the factory itself calls its reconnect"
+        return ep.connect(live)
+
+    factory.reconnect = reconnect
+    # (the endpoint fires with the protocol the factory built: an RSocketProtocol)
+    connected = cast("Deferred[RSocketProtocol]", ep.connect(factory))
+    return (connected.addCallback(_secured)  # TLS: once the server is verified
+            .addErrback(_tls_failure)  # e.g. wss: the TLS error under a failed WebSocket handshake
+            .addCallback(_ready)  # with leases: after the first LEASE
+            .addCallback(_rsocket))
 
 
-def _tls_failure(failure: Failure):
+def _secured(protocol: RSocketProtocol) -> Deferred[RSocketProtocol]:
+    return protocol.when_secured()
+
+
+def _ready(protocol: RSocketProtocol) -> Deferred[RSocketProtocol]:
+    return protocol.ready()
+
+
+def _rsocket(protocol: RSocketProtocol) -> RSocket:
+    return protocol.rsocket
+
+
+def _tls_failure(failure: Failure) -> Failure:
     error = tls_error(failure)
     if error is not None and error is not failure.value:
         raise error
@@ -220,5 +246,5 @@ def _tls_failure(failure: Failure):
 
 
 # connect() takes the client settings of ConnectionConfig as keywords: show them in its
-# signature (help(), the API docs)
-connect.__signature__ = settings_signature(connect, CONNECT_SETTINGS)
+# signature (help(), the API docs; inspect.signature reads the function's __signature__)
+connect.__dict__["__signature__"] = settings_signature(connect, CONNECT_SETTINGS)

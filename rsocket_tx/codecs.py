@@ -21,7 +21,9 @@ import json
 try:
     import cbor2
 except ImportError:  # pragma: no cover - cbor2 is an install requirement
-    cbor2 = None
+    _HAVE_CBOR2 = False
+else:
+    _HAVE_CBOR2 = True
 
 __all__ = [
     "Codec",
@@ -76,7 +78,7 @@ class Codec:
 
 def _as_bytes(data: object, what: str = "payload data", hint: str = "") -> bytes:
     if data.__class__ is bytes:
-        return data  # type: ignore[return-value]
+        return data
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     raise TypeError(f"{what} must be bytes, bytearray or memoryview, not "
@@ -133,19 +135,18 @@ class CborCodec(Codec):
         super().__init__(mime_type)
 
     @staticmethod
-    def _cbor2():
-        if cbor2 is None:  # pragma: no cover - cbor2 is an install requirement
+    def _require_cbor2() -> None:
+        if not _HAVE_CBOR2:  # pragma: no cover - cbor2 is an install requirement
             raise RuntimeError("application/cbor needs the cbor2 package: pip install cbor2")
-        return cbor2
 
     def encode(self, obj: object) -> bytes:
         """:raises TypeError: ``obj`` (or something inside it) has no CBOR encoding.
         :raises ValueError: a value CBOR cannot represent (e.g. an integer over 64 bits without
             the bignum tag, a circular reference)."""
-        lib = self._cbor2()
+        self._require_cbor2()
         try:
-            return lib.dumps(obj)
-        except lib.CBOREncodeError as exc:
+            return cbor2.dumps(obj)
+        except cbor2.CBOREncodeError as exc:
             kind = ValueError if "Value" in type(exc).__name__ else TypeError
             raise kind(f"cannot encode {type(obj).__name__} as {self.mime_type}: {exc}") from None
         except RecursionError:
@@ -161,10 +162,10 @@ class CborCodec(Codec):
         data = _as_bytes(data)
         if not data:
             return None
-        lib = self._cbor2()
+        self._require_cbor2()
         stream = io.BytesIO(data)
         try:
-            value = lib.CBORDecoder(stream).decode()
+            value = cbor2.CBORDecoder(stream).decode()
         except Exception as exc:  # cbor2 raises CBORDecodeError, and more on hostile input
             raise DataDecodeError(f"malformed {self.mime_type} data: {exc}") from None
         if stream.tell() != len(data):

@@ -52,8 +52,9 @@ import enum
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from .core import errors as E
@@ -90,6 +91,10 @@ __all__ = [
 ]
 
 log = Logger()
+
+_Event = TypeVar("_Event")
+#: a protocol's handler of one event type (what the ``wrap_*`` methods wrap)
+_On = Callable[[_Event], None]
 
 #: The outcome of a request whose every half completed (PAYLOAD with C, or COMPLETE).
 COMPLETE = "complete"
@@ -171,7 +176,7 @@ class ConnectionInfo:
     opened: float
     closed: float | None = None
     error: BaseException | None = None
-    context: dict = field(default_factory=dict)
+    context: dict[object, Any] = field(default_factory=dict)
 
     @property
     def protocol(self) -> Any:
@@ -234,7 +239,7 @@ class RequestInfo:
     bytes_received: int = 0
     items_sent: int = 0
     items_received: int = 0
-    context: dict = field(default_factory=dict)
+    context: dict[object, Any] = field(default_factory=dict)
 
     @property
     def duration(self) -> float | None:
@@ -413,7 +418,7 @@ class ConnectionTap:
     def __init__(self, protocol: Any, interceptors: Iterable[Interceptor]) -> None:
         self.interceptors = tuple(interceptors)
         self.protocol_ref = weakref.ref(protocol)
-        self.reactor = protocol.reactor
+        self.reactor: IReactorTime = protocol.reactor
         self.conn_ref: Callable[[], Any] = lambda: None
         self.requests: dict[int, RequestInfo] = {}
         self.connection: ConnectionInfo | None = None
@@ -567,7 +572,7 @@ class ConnectionTap:
 
     # ------------------------------------------------------------------ event wrappers
 
-    def wrap_request(self, handler: Callable) -> Callable:
+    def wrap_request(self, handler: _On[RequestReceived]) -> _On[RequestReceived]:
         def on_request(event: RequestReceived) -> None:
             interaction = _INTERACTIONS[event.frame_type]
             payload = event.payload
@@ -584,7 +589,7 @@ class ConnectionTap:
                     self.end(info, COMPLETE, None)
         return on_request
 
-    def wrap_payload(self, handler: Callable) -> Callable:
+    def wrap_payload(self, handler: _On[PayloadReceived]) -> _On[PayloadReceived]:
         def on_payload(event: PayloadReceived) -> None:
             sid = event.stream_id
             info = self.requests.get(sid)
@@ -599,7 +604,7 @@ class ConnectionTap:
             handler(event)
         return on_payload
 
-    def wrap_payloads(self, handler: Callable) -> Callable:
+    def wrap_payloads(self, handler: _On[PayloadsReceived]) -> _On[PayloadsReceived]:
         """The batch receive path (several items of one stream, none completing it): counted
         at once; the protocol keeps that path on because this wraps it."""
         def on_payloads(event: PayloadsReceived) -> None:
@@ -611,19 +616,19 @@ class ConnectionTap:
             handler(event)
         return on_payloads
 
-    def wrap_errored(self, handler: Callable) -> Callable:
+    def wrap_errored(self, handler: _On[StreamErrored]) -> _On[StreamErrored]:
         def on_errored(event: StreamErrored) -> None:
             self.finish(event.stream_id, outcome_of(event.error), event.error)
             handler(event)
         return on_errored
 
-    def wrap_cancel(self, handler: Callable) -> Callable:
+    def wrap_cancel(self, handler: _On[CancelReceived]) -> _On[CancelReceived]:
         def on_cancel(event: CancelReceived) -> None:
             self.settle(event.stream_id, CANCELLED)
             handler(event)
         return on_cancel
 
-    def wrap_metadata_push(self, handler: Callable) -> Callable:
+    def wrap_metadata_push(self, handler: _On[MetadataPushReceived]) -> _On[MetadataPushReceived]:
         def on_metadata_push(event: MetadataPushReceived) -> None:
             info = self.start(Side.RESPONDER, Interaction.METADATA_PUSH, 0, None)
             info.metadata = event.metadata
@@ -636,7 +641,7 @@ class ConnectionTap:
                 self.end(info, COMPLETE, None)
         return on_metadata_push
 
-    def wrap_closed(self, handler: Callable) -> Callable:
+    def wrap_closed(self, handler: _On[ConnectionClosed]) -> _On[ConnectionClosed]:
         def on_closed(event: ConnectionClosed) -> None:
             try:
                 handler(event)
@@ -644,7 +649,7 @@ class ConnectionTap:
                 self.closed(event.error)
         return on_closed
 
-    def wrap_setup(self, handler: Callable) -> Callable:
+    def wrap_setup(self, handler: _On[SetupReceived]) -> _On[SetupReceived]:
         """Server: the connection opens for interceptors with the client's SETUP (one that
         begins with RESUME continues a session that is open already)."""
         def on_setup(event: SetupReceived) -> None:
@@ -665,8 +670,9 @@ def _observed_class(base: Any) -> type:
     if cls is not None:
         return cls
 
-    def request(interaction: Interaction, method: Callable) -> Callable:
-        def send_request(self: Any, payload: Payload, *args: Any) -> Any:
+    def request(interaction: Interaction,
+                method: Callable[..., int]) -> Callable[..., int]:
+        def send_request(self: Any, payload: Payload, *args: Any) -> int:
             tap = self.tap
             info, payload = tap.requesting(interaction, payload)
             try:

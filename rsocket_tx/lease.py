@@ -19,6 +19,7 @@ and values are those of :mod:`rsocket_tx.core.lease`, and
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
@@ -103,8 +104,8 @@ class LeaseHandle:
         self._host = weakref.proxy(host)
         self.policy = policy if policy is not None else UnlimitedLeasePolicy()
         self._call = None  # the next policy round
-        self._waiters: list[Deferred] = []  # when_available()
-        self._first: list[Deferred] = []  # when_first_lease()
+        self._waiters: list[Deferred[None]] = []  # when_available()
+        self._first: list[Deferred[None]] = []  # when_first_lease()
         self._started = False
         self._ended: E.RSocketError | None = None
 
@@ -144,7 +145,7 @@ class LeaseHandle:
 
     # ------------------------------------------------------------------ control
 
-    def when_available(self) -> Deferred:
+    def when_available(self) -> Deferred[None]:
         """A Deferred firing with None as soon as a request may be sent: at once when the
         peer's lease allows one now (or the connection does not use leases), else when a
         LEASE that allows one arrives. It fails with the connection's error if the connection
@@ -156,7 +157,7 @@ class LeaseHandle:
         available = self.available()
         if available is None or available > 0:
             return _succeeded()
-        d = Deferred(_forget(self._waiters))
+        d: Deferred[None] = Deferred(_forget(self._waiters))
         self._waiters.append(d)
         return d
 
@@ -175,7 +176,7 @@ class LeaseHandle:
 
     # ------------------------------------------------------------------ driven by the protocol
 
-    def when_first_lease(self) -> Deferred:
+    def when_first_lease(self) -> Deferred[None]:
         """A Deferred firing with None when the peer's first LEASE has arrived."""
         if self._ended is not None:
             return _failed(self._ended)
@@ -183,7 +184,7 @@ class LeaseHandle:
         if conn is not None and conn.requester_lease is not None \
                 and conn.requester_lease.leases_received:
             return _succeeded()
-        d = Deferred(_forget(self._first))
+        d: Deferred[None] = Deferred(_forget(self._first))
         self._first.append(d)
         return d
 
@@ -260,21 +261,21 @@ class LeaseHandle:
                 d.errback(failure_for(self._ended))
 
 
-def _forget(waiters: list[Deferred]):
+def _forget(waiters: list[Deferred[None]]) -> Callable[[Deferred[None]], None]:
     """A canceller taking a Deferred out of ``waiters``."""
-    def cancel(d: Deferred) -> None:
+    def cancel(d: Deferred[None]) -> None:
         if d in waiters:
             waiters.remove(d)
     return cancel
 
 
-def _succeeded() -> Deferred:
-    d = Deferred()
+def _succeeded() -> Deferred[None]:
+    d: Deferred[None] = Deferred()
     d.callback(None)
     return d
 
 
-def _failed(error: Exception) -> Deferred:
-    d = Deferred()
+def _failed(error: Exception) -> Deferred[None]:
+    d: Deferred[None] = Deferred()
     d.errback(failure_for(error))
     return d

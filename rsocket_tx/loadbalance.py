@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import random as _random
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from twisted.internet.defer import Deferred, fail, gatherResults
 from twisted.logger import Logger
@@ -77,6 +77,8 @@ __all__ = [
 
 log = Logger(namespace="rsocket_tx.loadbalance")
 
+_T = TypeVar("_T")
+
 #: Weight of a new latency sample in the EWMA (0..1]: ``ewma += alpha * (sample - ewma)``.
 DEFAULT_LATENCY_SMOOTHING = 0.25
 #: Weight of a new success (1) or connection failure (0) in the availability EWMA.
@@ -104,7 +106,7 @@ class LoadbalanceTarget(NamedTuple):
     """
 
     key: str
-    connect: Callable[[], Deferred]
+    connect: Callable[[], Deferred[Any]]
 
 
 class WeightedStats:
@@ -348,8 +350,8 @@ class LoadbalanceRSocket:
         self._random = random
         self._connect_options = connect_options
         self._targets: dict[str, PooledTarget] = {}
-        self._draining: list[Deferred] = []
-        self._waiters: list[tuple[Deferred, Any]] = []
+        self._draining: list[Deferred[None]] = []
+        self._waiters: list[tuple[Deferred[PooledTarget], Any]] = []
         self._closed = False
         self.set_targets(targets)
 
@@ -412,7 +414,7 @@ class LoadbalanceRSocket:
 
             reactor, options = self.reactor, self._connect_options
 
-            def open_connection() -> Deferred:
+            def open_connection() -> Deferred[Any]:
                 return connect(item, reactor=reactor, **options)
 
             return LoadbalanceTarget(item, open_connection)
@@ -426,7 +428,7 @@ class LoadbalanceRSocket:
         self._draining.append(d)
         d.addBoth(self._drained, d)
 
-    def _drained(self, result: Any, d: Deferred) -> Any:
+    def _drained(self, result: _T, d: Deferred[None]) -> _T:
         if d in self._draining:
             self._draining.remove(d)
         return result
@@ -465,7 +467,7 @@ class LoadbalanceRSocket:
                 call.cancel()
             d.callback(target)
 
-    def when_available(self, timeout: int | None = None) -> Deferred:
+    def when_available(self, timeout: int | None = None) -> Deferred[PooledTarget]:
         """A Deferred firing with the :class:`PooledTarget` the strategy chooses: now if a
         target is connected, else once one connects.
 
@@ -477,7 +479,7 @@ class LoadbalanceRSocket:
             return fail(NoAvailableTargetError("the load balancer is closed"))
         target = self._pick()
         if target is not None:
-            d: Deferred = Deferred()
+            d: Deferred[PooledTarget] = Deferred()
             d.callback(target)
             return d
         timeout = self.wait_timeout if timeout is None else timeout
@@ -485,7 +487,7 @@ class LoadbalanceRSocket:
             return fail(self._no_target(0))
         entry: list[Any] = []
 
-        def cancel(d: Deferred) -> None:
+        def cancel(d: Deferred[PooledTarget]) -> None:
             if tuple(entry) in self._waiters:
                 self._waiters.remove((entry[0], entry[1]))
             if entry[1].active():
@@ -521,7 +523,7 @@ class LoadbalanceRSocket:
 
     # -- the requester API -----------------------------------------------------------------
 
-    def _measured(self, target: PooledTarget, d: Deferred) -> Deferred:
+    def _measured(self, target: PooledTarget, d: Deferred[Any]) -> Deferred[Any]:
         """Record the latency and outcome of request-response ``d`` on ``target``."""
         stats, seconds = target.stats, self.reactor.seconds
         token = stats.start(seconds())
@@ -533,10 +535,11 @@ class LoadbalanceRSocket:
 
         return d.addBoth(done)
 
-    def _request_response(self, target: PooledTarget, payload: Any, options: Any) -> Deferred:
+    def _request_response(self, target: PooledTarget, payload: Any,
+                          options: Any) -> Deferred[Any]:
         return self._measured(target, target.client.request_response(payload, **options))
 
-    def request_response(self, payload: Any, **options: Any) -> Deferred:
+    def request_response(self, payload: Any, **options: Any) -> Deferred[Any]:
         """Request-response on one target (see
         :meth:`RSocket.request_response <rsocket_tx.requester.RSocket.request_response>`).
 
@@ -551,7 +554,7 @@ class LoadbalanceRSocket:
             return self._request_response(target, payload, options)
         return self.when_available().addCallback(self._request_response, payload, options)
 
-    def fire_and_forget(self, payload: Any, **options: Any) -> Deferred:
+    def fire_and_forget(self, payload: Any, **options: Any) -> Deferred[None]:
         """Fire-and-forget on one target (see
         :meth:`RSocket.fire_and_forget <rsocket_tx.requester.RSocket.fire_and_forget>`);
         waits for a target as :meth:`request_response` does.
@@ -565,7 +568,7 @@ class LoadbalanceRSocket:
         return self.when_available().addCallback(
             lambda t: t.client.fire_and_forget(payload, **options))
 
-    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred:
+    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred[None]:
         """Fire-and-forget each of ``payloads``, in order, all on one target (see
         :meth:`RSocket.fire_and_forget_many
         <rsocket_tx.requester.RSocket.fire_and_forget_many>`); waits for a target as
@@ -582,7 +585,7 @@ class LoadbalanceRSocket:
         return self.when_available().addCallback(
             lambda t: t.client.fire_and_forget_many(batch, **options))
 
-    def metadata_push(self, metadata: bytes) -> Deferred:
+    def metadata_push(self, metadata: bytes) -> Deferred[None]:
         """METADATA_PUSH to one target (as rsocket-java's balancer does; see
         :meth:`RSocket.metadata_push <rsocket_tx.requester.RSocket.metadata_push>`).
 
@@ -631,7 +634,7 @@ class LoadbalanceRSocket:
 
     # -- closing ---------------------------------------------------------------------------
 
-    def close(self, drain_timeout: int | None = None) -> Deferred:
+    def close(self, drain_timeout: int | None = None) -> Deferred[None]:
         """Close every target gracefully; requests waiting for a target fail with
         :class:`NoAvailableTargetError`, later ones raise it.
 

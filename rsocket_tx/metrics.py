@@ -40,6 +40,7 @@ counted as ``<other>`` and a warning is logged once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from twisted.logger import Logger
@@ -51,6 +52,14 @@ from .interceptors import (
     RequestInfo,
     RouteLabels,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from twisted.application.internet import StreamServerEndpointService
+    from twisted.internet.defer import Deferred
+    from twisted.internet.interfaces import IListeningPort
+    from twisted.python.failure import Failure
+    from twisted.web.resource import IResource
+    from twisted.web.server import Request, Site
 
 __all__ = [
     "DEFAULT_BUCKETS",
@@ -156,8 +165,8 @@ class PrometheusInterceptor(Interceptor):
             self.items_received.inc(request.items_received)
 
 
-def metrics_resource(registry: CollectorRegistry | None = None, *, reactor=None,
-                     in_thread: bool = True):
+def metrics_resource(registry: CollectorRegistry | None = None, *, reactor: Any = None,
+                     in_thread: bool = True) -> IResource:
     """The twisted.web resource serving ``registry``: the Prometheus text format, or
     OpenMetrics when the scraper's ``Accept`` asks for it (``prometheus_client``'s
     ``choose_encoder``), over any transport (``prometheus_client.twisted.MetricsResource``
@@ -189,7 +198,10 @@ def metrics_resource(registry: CollectorRegistry | None = None, *, reactor=None,
     class MetricsResource(Resource):
         isLeaf = True
 
-        def render_GET(self, request):  # noqa: N802 - twisted.web's name
+        def __init__(self) -> None:  # (typed: Resource's __init__ is not)
+            Resource.__init__(self)
+
+        def render_GET(self, request: Request) -> bytes | int:  # noqa: N802 - twisted.web's
             accept = request.getHeader(b"accept")
             encoder, content_type = choose_encoder(
                 accept.decode("latin-1") if accept is not None else "")
@@ -204,7 +216,7 @@ def metrics_resource(registry: CollectorRegistry | None = None, *, reactor=None,
                     request.write(body)
                     request.finish()
 
-            def failed(failure) -> None:
+            def failed(failure: Failure) -> None:
                 log.failure("rendering the metrics failed", failure)
                 if not gone:
                     request.setResponseCode(500)
@@ -219,7 +231,7 @@ def metrics_resource(registry: CollectorRegistry | None = None, *, reactor=None,
     return MetricsResource()
 
 
-def metrics_site(registry: CollectorRegistry | None = None, *, reactor=None):
+def metrics_site(registry: CollectorRegistry | None = None, *, reactor: Any = None) -> Site:
     """A twisted.web ``Site`` serving ``registry`` at ``/metrics`` (and at ``/``), rendered
     in ``reactor``'s thread pool (:func:`metrics_resource`).
 
@@ -239,7 +251,8 @@ def metrics_site(registry: CollectorRegistry | None = None, *, reactor=None):
     return site
 
 
-def serve_metrics(endpoint: str, registry: CollectorRegistry | None = None, *, reactor=None):
+def serve_metrics(endpoint: str, registry: CollectorRegistry | None = None, *,
+                  reactor: Any = None) -> Deferred[IListeningPort]:
     """Serve the metrics over HTTP on ``endpoint``: ``GET /metrics``.
 
     :param endpoint: a Twisted server endpoint string, e.g. ``"tcp:9100:interface=127.0.0.1"``
@@ -254,11 +267,13 @@ def serve_metrics(endpoint: str, registry: CollectorRegistry | None = None, *, r
     if reactor is None:
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
-    return serverFromString(reactor, endpoint).listen(metrics_site(registry, reactor=reactor))
+    listening: Deferred[IListeningPort] = serverFromString(reactor, endpoint).listen(
+        metrics_site(registry, reactor=reactor))
+    return listening
 
 
 def metrics_service(endpoint: str, registry: CollectorRegistry | None = None, *,
-                    reactor=None):
+                    reactor: Any = None) -> StreamServerEndpointService:
     """A twisted ``Service`` serving the metrics on ``endpoint`` while it runs (what
     ``twistd rsocket --metrics ENDPOINT`` adds to its application).
 
@@ -280,8 +295,9 @@ def metrics_service(endpoint: str, registry: CollectorRegistry | None = None, *,
     return service
 
 
-def install_metrics(service, endpoint: str, registry: CollectorRegistry | None = None, *,
-                    reactor=None, factory=None) -> PrometheusInterceptor:
+def install_metrics(service: Any, endpoint: str,
+                    registry: CollectorRegistry | None = None, *, reactor: Any = None,
+                    factory: Any = None) -> PrometheusInterceptor:
     """Count the requests of a server service (``twistd rsocket``'s
     :class:`~rsocket_tx.faces.tap.RSocketServerService`, or any service with a ``factory``
     whose ``interceptors`` is a list) and serve them on ``endpoint`` while it runs.

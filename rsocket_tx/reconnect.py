@@ -40,7 +40,7 @@ import enum
 import math
 import random as _random
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.internet.defer import CancelledError, Deferred, fail
 from twisted.internet.defer import TimeoutError as DeferredTimeoutError
@@ -70,6 +70,8 @@ __all__ = [
 ]
 
 log = Logger(namespace="rsocket_tx.reconnect")
+
+_T = TypeVar("_T")
 
 #: Milliseconds a request made while disconnected waits for the next connection.
 DEFAULT_WAIT_TIMEOUT = 10_000
@@ -142,14 +144,14 @@ class PendingStream:
 
     __slots__ = ("stream", "_waiting", "_open_stream", "_error", "_cancelled", "_observers")
 
-    def __init__(self, waiting: Deferred, open_stream: Callable[[Any], Any]) -> None:
+    def __init__(self, waiting: Deferred[Any], open_stream: Callable[[Any], Any]) -> None:
         #: the underlying stream once open (a RequestStream or DecodedStream), else None
         self.stream: Any = None
         self._open_stream = open_stream
         self._error: BaseException | None = None
         self._cancelled = False
-        self._observers: list[Deferred] = []
-        self._waiting: Deferred | None = waiting
+        self._observers: list[Deferred[Any]] = []
+        self._waiting: Deferred[Any] | None = waiting
         waiting.addCallbacks(self._open, self._failed)
 
     @property
@@ -176,17 +178,17 @@ class PendingStream:
         for d in observers:
             self._fire(d)
 
-    def _fire(self, d: Deferred) -> None:
+    def _fire(self, d: Deferred[Any]) -> None:
         if self._error is not None:
             d.errback(Failure(self._error))
         else:
             d.callback(self.stream)
 
-    def when_opened(self) -> Deferred:
+    def when_opened(self) -> Deferred[Any]:
         """A new Deferred firing with the underlying stream once it is open (None if it was
         cancelled first), or failing with :class:`NotConnectedError` (or the error opening
         it raised)."""
-        d: Deferred = Deferred()
+        d: Deferred[Any] = Deferred()
         if self._waiting is None:
             self._fire(d)
         else:
@@ -204,7 +206,7 @@ class PendingStream:
                 raise StopAsyncIteration
         return await stream.__anext__()
 
-    def collect(self, take: int | None = None) -> Deferred:
+    def collect(self, take: int | None = None) -> Deferred[list[Any]]:
         """As :meth:`RequestStream.collect <rsocket_tx.streams.RequestStream.collect>`, once
         the stream is open (an empty list if it was cancelled before)."""
         return self.when_opened().addCallback(
@@ -252,7 +254,7 @@ class ReconnectingRSocket:
     :raises ValueError: a setting out of range.
     """
 
-    def __init__(self, connect: Callable[[], Deferred], *, reactor: Any = None,
+    def __init__(self, connect: Callable[[], Deferred[Any]], *, reactor: Any = None,
                  backoff: Backoff | None = None, wait_timeout: int = DEFAULT_WAIT_TIMEOUT,
                  connect_timeout: int = DEFAULT_CONNECT_TIMEOUT,
                  retry_if: Callable[[BaseException], bool] | None = None,
@@ -272,7 +274,7 @@ class ReconnectingRSocket:
         self.name = name or "client"
         self._state = ReconnectState.IDLE
         self._rsocket: Any = None
-        self._attempt: Deferred | None = None
+        self._attempt: Deferred[None] | None = None
         self._call: Any = None
         #: failed attempts since the last successful connection
         self.failed_attempts = 0
@@ -280,9 +282,9 @@ class ReconnectingRSocket:
         self.connections = 0
         #: the last connection error (a failed attempt, or why the last connection ended)
         self.last_error: BaseException | None = None
-        self._waiters: list[tuple[Deferred, Any]] = []
+        self._waiters: list[tuple[Deferred[Any], Any]] = []
         self._observers: list[Callable[[ReconnectingRSocket, ReconnectState], None]] = []
-        self._closing: Deferred | None = None
+        self._closing: Deferred[Any] | None = None
         self._gave_up = ""
 
     # -- state -----------------------------------------------------------------------------
@@ -391,7 +393,8 @@ class ReconnectingRSocket:
         self._attempt = None
         if self._state is ReconnectState.CLOSED:
             return
-        error: BaseException = failure.value  # type: ignore[assignment]
+        error = failure.value
+        assert error is not None  # (an errback's Failure holds its exception)
         if failure.check(DeferredTimeoutError):  # connect_timeout cancelled the attempt
             error = DeferredTimeoutError(f"the connection attempt took longer than "
                                          f"{self.connect_timeout} ms (connect_timeout)")
@@ -471,7 +474,7 @@ class ReconnectingRSocket:
 
     # -- waiting for a connection ----------------------------------------------------------
 
-    def when_connected(self, timeout: int | None = None) -> Deferred:
+    def when_connected(self, timeout: int | None = None) -> Deferred[Any]:
         """A Deferred firing with the connected :class:`~rsocket_tx.requester.RSocket`: at
         once if one is up, else at the next connection.
 
@@ -482,7 +485,7 @@ class ReconnectingRSocket:
         """
         rsocket = self.rsocket
         if rsocket is not None:
-            d: Deferred = Deferred()
+            d: Deferred[Any] = Deferred()
             d.callback(rsocket)
             return d
         if timeout is None:
@@ -494,7 +497,7 @@ class ReconnectingRSocket:
             return fail(self._not_connected(0))
         entry: list[Any] = []
 
-        def cancel(d: Deferred) -> None:
+        def cancel(d: Deferred[Any]) -> None:
             self._forget(entry)
 
         d = Deferred(cancel)
@@ -550,10 +553,9 @@ class ReconnectingRSocket:
 
     # -- the requester API (rsocket_tx.requester.RSocket) ----------------------------------
 
-    def _send(self, request: Callable[[Any], Any], *, stream: bool = False) -> Any:
+    def _send(self, request: Callable[[Any], Deferred[_T]]) -> Deferred[_T]:
         """``request(rsocket)`` on the connection now if there is one, else once there is:
-        a Deferred chained on :meth:`when_connected`, or for a stream a
-        :class:`PendingStream`.
+        a Deferred chained on :meth:`when_connected`.
 
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
@@ -561,11 +563,21 @@ class ReconnectingRSocket:
         if rsocket is not None:
             return request(rsocket)
         self._check_usable()
-        if stream:
-            return PendingStream(self.when_connected(), request)
         return self.when_connected().addCallback(request)
 
-    def request_response(self, payload: Any, **options: Any) -> Deferred:
+    def _send_stream(self, request: Callable[[Any], Any]) -> Any:
+        """:meth:`_send` for a stream: ``request(rsocket)``'s stream now, else a
+        :class:`PendingStream` it opens on the next connection.
+
+        :raises NotConnectedError: the client is closed, not started or gave up.
+        """
+        rsocket = self.rsocket
+        if rsocket is not None:
+            return request(rsocket)
+        self._check_usable()
+        return PendingStream(self.when_connected(), request)
+
+    def request_response(self, payload: Any, **options: Any) -> Deferred[Any]:
         """Request-response (spec §Request Response), as
         :meth:`RSocket.request_response <rsocket_tx.requester.RSocket.request_response>`;
         while disconnected it waits for the next connection (see :meth:`when_connected`).
@@ -577,7 +589,7 @@ class ReconnectingRSocket:
         """
         return self._send(lambda rs: rs.request_response(payload, **options))
 
-    def fire_and_forget(self, payload: Any, **options: Any) -> Deferred:
+    def fire_and_forget(self, payload: Any, **options: Any) -> Deferred[None]:
         """Fire-and-forget (spec §Request Fire-n-Forget), as
         :meth:`RSocket.fire_and_forget <rsocket_tx.requester.RSocket.fire_and_forget>`;
         while disconnected it waits for the next connection.
@@ -588,7 +600,7 @@ class ReconnectingRSocket:
         """
         return self._send(lambda rs: rs.fire_and_forget(payload, **options))
 
-    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred:
+    def fire_and_forget_many(self, payloads: Iterable[Any], **options: Any) -> Deferred[None]:
         """Fire-and-forget each of ``payloads``, in order (spec §Request Fire-n-Forget), as
         :meth:`RSocket.fire_and_forget_many
         <rsocket_tx.requester.RSocket.fire_and_forget_many>`; while disconnected the whole
@@ -602,7 +614,7 @@ class ReconnectingRSocket:
         batch = list(payloads)
         return self._send(lambda rs: rs.fire_and_forget_many(batch, **options))
 
-    def metadata_push(self, metadata: bytes) -> Deferred:
+    def metadata_push(self, metadata: bytes) -> Deferred[None]:
         """METADATA_PUSH (spec §METADATA_PUSH Frame), as
         :meth:`RSocket.metadata_push <rsocket_tx.requester.RSocket.metadata_push>`; while
         disconnected it waits for the next connection.
@@ -624,7 +636,7 @@ class ReconnectingRSocket:
             time). A stream open when the connection drops fails with its error.
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        return self._send(lambda rs: rs.request_stream(payload, **options), stream=True)
+        return self._send_stream(lambda rs: rs.request_stream(payload, **options))
 
     def request_channel(self, payload: Any, outbound: Any = None, **options: Any) -> Any:
         """Request-channel (spec §Request Channel), as
@@ -634,12 +646,11 @@ class ReconnectingRSocket:
 
         :raises NotConnectedError: the client is closed, not started or gave up.
         """
-        return self._send(lambda rs: rs.request_channel(payload, outbound, **options),
-                          stream=True)
+        return self._send_stream(lambda rs: rs.request_channel(payload, outbound, **options))
 
     # -- closing ---------------------------------------------------------------------------
 
-    def close(self, drain_timeout: int | None = None) -> Deferred:
+    def close(self, drain_timeout: int | None = None) -> Deferred[None]:
         """Stop reconnecting and close the connection gracefully (see
         :meth:`RSocket.close <rsocket_tx.requester.RSocket.close>`); requests waiting for a
         connection fail with :class:`NotConnectedError`, later ones raise it.
@@ -661,10 +672,10 @@ class ReconnectingRSocket:
             if rsocket is not None and rsocket.is_open:
                 self._closing = rsocket.close(drain_timeout)
         if self._closing is None or self._closing.called:
-            d: Deferred = Deferred()
+            d: Deferred[None] = Deferred()
             d.callback(None)
             return d
-        done: Deferred = Deferred()
+        done: Deferred[None] = Deferred()
 
         def finished(result: Any) -> Any:
             done.callback(None)
@@ -698,7 +709,7 @@ def connect_reconnecting(endpoint: Any, *, reactor: Any = None, backoff: Backoff
         from twisted.internet import reactor as global_reactor
         reactor = global_reactor
 
-    def open_connection() -> Deferred:
+    def open_connection() -> Deferred[Any]:
         return connect(endpoint, reactor=reactor, **connect_options)
 
     client = ReconnectingRSocket(open_connection, reactor=reactor, backoff=backoff,

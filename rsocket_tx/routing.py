@@ -40,9 +40,18 @@ Handlers take a :class:`Request` (plus the path variables) and return what the p
 
 from __future__ import annotations
 
+import enum
 import re
 import weakref
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from twisted.internet.defer import Deferred, ensureDeferred
 
@@ -58,6 +67,11 @@ from .extensions import (
 )
 from .streams import DecodedStream
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .extensions import Credentials
+    from .responder import Responder
+    from .streams import RequestStream
+
 __all__ = ["route", "Request", "Router", "Payloads", "INTERACTIONS", "route_pattern"]
 
 #: The interactions a route can serve, by the name of the Responder method that serves them.
@@ -67,6 +81,9 @@ _ROUTES_ATTR = "__rsocket_routes__"
 _FALLBACK_ATTR = "__rsocket_fallback__"
 _DECODE_ATTR = "__rsocket_decode_inbound__"
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+#: a handler method, as the decorators leave it
+_Handler = TypeVar("_Handler", bound=Callable[..., object])
 
 
 def _spoken(interaction: str) -> str:
@@ -112,7 +129,7 @@ class route:  # noqa: N801 - a decorator, named like one
                              f"interaction='request_channel', not {interaction!r}")
         self.decode = bool(decode)
 
-    def __call__(self, fn: Callable) -> Callable:
+    def __call__(self, fn: _Handler) -> _Handler:
         declared = getattr(fn, _ROUTES_ATTR, ())
         setattr(fn, _ROUTES_ATTR,
                 declared + tuple((p, self.interaction) for p in self.patterns))
@@ -121,7 +138,7 @@ class route:  # noqa: N801 - a decorator, named like one
         return fn
 
     @staticmethod
-    def fallback(*interactions: str) -> Callable[[Callable], Callable]:
+    def fallback(*interactions: str) -> Callable[[_Handler], _Handler]:
         """Decorator: serve requests whose route matches nothing (or that have no route).
 
         :param interactions: which interactions it serves; none given: all four.
@@ -129,7 +146,7 @@ class route:  # noqa: N801 - a decorator, named like one
         """
         chosen = tuple(_check_interaction(i) for i in interactions) or INTERACTIONS
 
-        def mark(fn: Callable) -> Callable:
+        def mark(fn: _Handler) -> _Handler:
             setattr(fn, _FALLBACK_ATTR, getattr(fn, _FALLBACK_ATTR, ()) + chosen)
             return fn
         return mark
@@ -146,7 +163,7 @@ class Payloads:
 
     __slots__ = ("source",)
 
-    def __init__(self, source) -> None:
+    def __init__(self, source: Iterable[Payload] | AsyncIterable[Payload]) -> None:
         self.source = source
 
 
@@ -186,11 +203,13 @@ class Router:
 
     __slots__ = ("_exact", "_patterns", "_fallback")
 
-    def __init__(self, members: dict[str, object]) -> None:
-        self._exact: dict[str, dict[str, tuple]] = {i: {} for i in INTERACTIONS}
-        self._patterns: dict[str, list[tuple[_Pattern, Callable]]] = {i: [] for i in
-                                                                      INTERACTIONS}
-        self._fallback: dict[str, Callable] = {}
+    def __init__(self, members: Mapping[str, Callable[..., object]]) -> None:
+        self._exact: dict[str, dict[str, Callable[..., object]]] = {
+            i: {} for i in INTERACTIONS}
+        #: interaction -> [(pattern text, its regex, function)], in declaration order
+        self._patterns: dict[str, list[tuple[str, re.Pattern[str], Callable[..., object]]]] = {
+            i: [] for i in INTERACTIONS}
+        self._fallback: dict[str, Callable[..., object]] = {}
         owners: dict[tuple[str, str], str] = {}
         for name, fn in members.items():
             for pattern, interaction in getattr(fn, _ROUTES_ATTR, ()):
@@ -203,7 +222,7 @@ class Router:
                 if compiled.regex is None:
                     self._exact[interaction][pattern] = fn
                 else:
-                    self._patterns[interaction].append((compiled, fn))
+                    self._patterns[interaction].append((compiled.text, compiled.regex, fn))
             for interaction in getattr(fn, _FALLBACK_ATTR, ()):
                 if interaction in self._fallback:
                     raise TypeError(f"two fallbacks serve {_spoken(interaction)}: "
@@ -227,10 +246,10 @@ class Router:
 
     def routes(self) -> dict[str, list[str]]:
         """The declared route patterns per interaction (for documentation and logs)."""
-        return {i: list(self._exact[i]) + [p.text for p, _ in self._patterns[i]]
+        return {i: list(self._exact[i]) + [text for text, _, _ in self._patterns[i]]
                 for i in INTERACTIONS}
 
-    def find(self, interaction: str, name: str | None) -> tuple[str, Callable,
+    def find(self, interaction: str, name: str | None) -> tuple[str, Callable[..., object],
                                                                 dict[str, str]] | None:
         """The route that serves route ``name`` (its literal route, else the first pattern
         that matches it), the fallback not included.
@@ -245,10 +264,10 @@ class Router:
         fn = self._exact[interaction].get(name)
         if fn is not None:
             return name, fn, {}
-        for pattern, fn in self._patterns[interaction]:
-            m = pattern.regex.fullmatch(name)
+        for text, regex, fn in self._patterns[interaction]:
+            m = regex.fullmatch(name)
             if m is not None:
-                return pattern.text, fn, m.groupdict()
+                return text, fn, m.groupdict()
         return None
 
     def pattern(self, interaction: str, name: str | None) -> str | None:
@@ -257,7 +276,8 @@ class Router:
         found = self.find(interaction, name)
         return None if found is None else found[0]
 
-    def match(self, interaction: str, name: str | None) -> tuple[Callable, dict[str, str]]:
+    def match(self, interaction: str,
+              name: str | None) -> tuple[Callable[..., object], dict[str, str]]:
         """Find the handler of route ``name``.
 
         :returns: ``(function, variables)``.
@@ -279,9 +299,10 @@ class Router:
 
     def _known(self, interaction: str, name: str) -> bool:
         return name in self._exact[interaction] or any(
-            p.regex.fullmatch(name) for p, _ in self._patterns[interaction])
+            regex.fullmatch(name) for _, regex, _ in self._patterns[interaction])
 
-    def dispatch(self, responder, interaction: str, payload: Payload, inbound=None):
+    def dispatch(self, responder: Responder, interaction: str, payload: Payload,
+                 inbound: RequestStream | None = None) -> object:
         """Serve one request: parse its metadata, match its route, authenticate, call the
         handler and encode what it returns. Returns what the protocol expects of the plain
         Responder method (a Payload, an iterable, or a Deferred of one).
@@ -339,13 +360,13 @@ def route_pattern(responder: object, interaction: str, route: str | None) -> str
     return None if router is None else router.pattern(interaction, route)
 
 
-def _call_as(principal, fn, request: Request):
+def _call_as(principal: object, fn: Callable[..., object], request: Request) -> object:
     request.principal = principal
     return _call(fn, request)
 
 
-def _call(fn, request: Request):
-    result = fn(request.responder, request, **request.variables)
+def _call(fn: Callable[..., object], request: Request) -> object:
+    result: Any = fn(request.responder, request, **request.variables)  # (the application's)
     interaction = request.interaction
     if interaction == "fire_and_forget":
         return result
@@ -381,19 +402,20 @@ class Request:
     __slots__ = ("responder", "interaction", "payload", "metadata", "variables", "principal",
                  "inbound", "route_pattern", "_data", "_response_mime", "_response_metadata")
 
-    def __init__(self, responder, interaction: str, payload: Payload, metadata: RequestMetadata,
-                 variables: dict[str, str], inbound=None) -> None:
+    def __init__(self, responder: Responder, interaction: str, payload: Payload,
+                 metadata: RequestMetadata, variables: dict[str, str],
+                 inbound: RequestStream | DecodedStream | None = None) -> None:
         self.responder = responder
         self.interaction = interaction
         self.payload = payload
         self.metadata = metadata
         self.variables = variables
         self.inbound = inbound
-        self.principal = None
+        self.principal: Any = None  # (what the application's authenticator says)
         self.route_pattern: str | None = None
-        self._data = _UNSET
+        self._data: object = _UNSET
         self._response_mime: str | None = None
-        self._response_metadata = _UNSET
+        self._response_metadata: bytes | None | _Unset = _UNSET
 
     @property
     def route(self) -> str | None:
@@ -401,7 +423,7 @@ class Request:
         return self.metadata.route
 
     @property
-    def auth(self):
+    def auth(self) -> Credentials | None:
         """The request's own credentials (:class:`~rsocket_tx.extensions.SimpleAuth`,
         ``BearerAuth`` or ``CustomAuth``), or None; the connection's are on ``setup.auth``."""
         return self.metadata.auth
@@ -416,7 +438,7 @@ class Request:
         return setup.data_mime_type if setup is not None else OCTET_STREAM
 
     @property
-    def data(self):
+    def data(self) -> Any:
         """The request data decoded by :attr:`data_mime_type` (JSON/CBOR object, str for text,
         bytes otherwise).
 
@@ -427,7 +449,7 @@ class Request:
             self._data = self.decode(self.payload)
         return self._data
 
-    def decode(self, payload: Payload):
+    def decode(self, payload: Payload) -> Any:
         """Decode another payload of this request (e.g. from :attr:`inbound`) by its MIME type.
 
         :raises InvalidError: malformed for the MIME type.
@@ -467,7 +489,7 @@ class Request:
                 self._response_metadata = None
         return self._response_metadata
 
-    def encode(self, value) -> Payload | None:
+    def encode(self, value: object) -> Payload | None:
         """Turn a handler's value into a response Payload: a Payload is sent as is, None
         completes with no payload, anything else is encoded by :attr:`response_mime_type`.
 
@@ -477,7 +499,7 @@ class Request:
             return None
         return self._encode_value(value)
 
-    def encode_items(self, source):
+    def encode_items(self, source: object) -> Iterable[Payload] | AsyncIterable[Payload]:
         """Wrap a stream handler's iterable or async iterable so each item is encoded (as
         :meth:`encode`, except that None is encoded too, e.g. as JSON ``null``); a
         :class:`Payloads` source is returned unwrapped.
@@ -494,13 +516,13 @@ class Request:
             return self._encode_async(source)
         return self._encode_sync(source)
 
-    def _encode_value(self, value) -> Payload:
+    def _encode_value(self, value: object) -> Payload:
         if isinstance(value, Payload):
             return value
         return Payload(codec_for(self.response_mime_type).encode(value),
                        self._metadata_for_response())
 
-    def _encode_sync(self, source: Iterable):
+    def _encode_sync(self, source: Iterable[object]) -> Iterator[Payload]:
         it = iter(source)
         encode = self._encode_value
         try:
@@ -511,7 +533,7 @@ class Request:
             if close is not None:
                 close()
 
-    async def _encode_async(self, source: AsyncIterable):
+    async def _encode_async(self, source: AsyncIterable[object]) -> AsyncIterator[Payload]:
         it = source.__aiter__()
         encode = self._encode_value
         try:
@@ -527,4 +549,9 @@ class Request:
                 f"variables={self.variables!r}, principal={self.principal!r})")
 
 
-_UNSET = object()
+class _Unset(enum.Enum):
+    UNSET = enum.auto()
+
+
+#: "not computed yet" (a Request's decoded data and response metadata; None is a value)
+_UNSET: Final = _Unset.UNSET

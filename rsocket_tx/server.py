@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IListeningPort
+from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
 
 from .core.config import ConnectionConfig
 from .core.lease import LeasePolicy
@@ -18,10 +19,11 @@ from .transports.listening import ServerPort, listen
 __all__ = ["serve", "ServerPort"]
 
 
-def serve(endpoint, responder_factory: Callable[[], Responder], *, reactor=None,
+def serve(endpoint: str | IStreamServerEndpoint, responder_factory: Callable[[], Responder], *,
+          reactor: Any = None,
           config: ConnectionConfig | None = None, lease_policy: LeasePolicy | None = None,
-          frame_logger: Callable | None = None, interceptors: Iterable[Interceptor] = (),
-          **settings) -> Deferred[IListeningPort]:
+          frame_logger: Callable[[str, Any], None] | None = None,
+          interceptors: Iterable[Interceptor] = (), **settings: Any) -> Deferred[IListeningPort]:
     """Serve RSocket on ``endpoint``.
 
     :param endpoint: a Twisted server endpoint string (``"tcp:7878"``,

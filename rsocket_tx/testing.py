@@ -27,7 +27,7 @@ pytest-twisted recipe in the guides (``docs/guides.rst``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
@@ -90,7 +90,7 @@ class ConnectedPair:
         """Deliver every byte both sides have written, and what they write in reply, until
         neither has anything left to send (timers due now run too; the clock does not
         move)."""
-        self.pump.flush()  # type: ignore[no-untyped-call]
+        self.pump.flush()  # type: ignore[no-untyped-call]  # (twisted.test.iosim: unannotated)
 
     def advance(self, seconds: float) -> None:
         """Move the clock ``seconds`` forward (keepalive, timeouts, lease expiry, drain), then
@@ -111,9 +111,9 @@ class ConnectedPair:
         :raises NotFiredError: ``d`` has not fired.
         """
         self.flush()
-        outcome: list[Any] = []
+        outcome: list[_T | Failure] = []
 
-        def record(value: Any) -> Any:
+        def record(value: _T | Failure) -> _T | Failure:
             outcome.append(value)
             return value  # d keeps its result (result() may be asked again)
 
@@ -124,7 +124,7 @@ class ConnectedPair:
         if isinstance(value, Failure):
             d.addErrback(lambda _: None)  # raised here: not an "unhandled error" later
             value.raiseException()
-        return value  # type: ignore[no-any-return]
+        return value
 
     def close(self) -> None:
         """Close the connection from the client at once (open streams fail with

@@ -37,7 +37,10 @@ JINI_SANS_IO = [p for p in (PACKAGE / "jini" / "codec.py", PACKAGE / "jini" / "c
 RSNET_SANS_IO = [PACKAGE / "rsnet" / f"{name}.py"
                  for name in ("codec", "config", "connection", "errors", "events")
                  if (PACKAGE / "rsnet" / f"{name}.py").exists()]
-SANS_IO = MUX + CORE + JINI_SANS_IO + RSNET_SANS_IO
+#: yamux's sans-IO modules (the package also holds its Twisted side and faces)
+YAMUX_SANS_IO = [PACKAGE / "yamux" / f"{name}.py"
+                 for name in ("__init__", "codec", "config", "connection", "errors", "events")]
+SANS_IO = MUX + CORE + JINI_SANS_IO + RSNET_SANS_IO + YAMUX_SANS_IO
 
 FORBIDDEN = ("twisted", "zope")
 
@@ -262,6 +265,7 @@ FACES = {
     "jini": ("jini/cli.py", "jini/tap.py"),
     "rsnet": ("rsnet/cli.py", "rsnet/tap.py"),
     "rs2015": ("reactivesocket/cli.py", "reactivesocket/tap.py"),
+    "yamux": ("yamux/cli.py", "yamux/tap.py"),
     "mux": ("faces/mux.py",),
 }
 #: The ``rsocket-tx`` command, which gathers every face's commands.

@@ -44,7 +44,7 @@ PACKAGE = ROOT / "rsocket_tx"
 
 #: the packages at the top of rsocket_tx: the layers (DESIGN §2) and each protocol's own
 LAYER_PACKAGES = {"mux", "core", "extensions", "transports", "jini", "rsnet", "reactivesocket",
-                  "apps", "faces"}
+                  "yamux", "apps", "faces"}
 #: the modules at the top of rsocket_tx: RSocket's Twisted side and its public API. A new
 #: module at the top is a decision about its layer: make it here, or put the module in a folder.
 RSOCKET_MODULES = {

@@ -62,7 +62,8 @@ def test_defaults_serve_every_protocol_on_7878():
     settings = parse()["settings"]
     assert settings.listen == ("tcp:7878",)
     # every registered protocol with a twistd plugin
-    assert [p.name for p in settings.protocols] == ["rsocket", "jini-mux", "rsnet", "rs2015"]
+    assert [p.name for p in settings.protocols] == ["rsocket", "jini-mux", "rsnet", "rs2015",
+                                                    "yamux"]
     assert settings.tls_key is None and settings.websocket
     assert settings.config.sniff_timeout == 10_000
 
@@ -82,7 +83,7 @@ def test_each_protocol_takes_its_own_plugins_options():
 
 @pytest.mark.parametrize("argv, message", [
     (["--protocol", "smtp"],
-     "--protocol: unknown protocol 'smtp' (known: rsocket, jini-mux, rsnet, rs2015)"),
+     "--protocol: unknown protocol 'smtp' (known: rsocket, jini-mux, rsnet, rs2015, yamux)"),
     (["--protocol", "jini-mux --initial-ration 100"],
      "--protocol jini-mux: --initial-ration: must be a multiple of 256"),
     (["--protocol", "rsocket --listen tcp:1"], "--listen is an option of twistd mux itself"),

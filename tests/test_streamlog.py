@@ -346,6 +346,91 @@ def test_a_commit_that_fails_midway_publishes_nothing(log, monkeypatch):
     assert log.commit("q", 0, [0, 1]) == (2, False)
 
 
+def table_rows(path: str, table: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_commit_points_at_the_staged_rows_without_copying_them(log, path):
+    """The commit writes one segment per partition; the rows stay where they were staged and
+    every read (any range, any chunk size) finds them between the appended records."""
+    log.create_topic("out")
+    log.append("out", 0, [b"a0", b"a1"])
+    log.stage(("q", 0, 0), "out", 0, [b"s%d" % i for i in range(5)])
+    log.stage(("q", 0, 1), "out", 0, [b"t%d" % i for i in range(3)])
+    assert table_rows(path, "stage_records") == 8
+    assert log.commit("q", 0, [0, 1]) == (8, False)
+    assert table_rows(path, "records") == 2  # nothing copied into the appended records
+    assert table_rows(path, "stage_records") == 8
+    assert table_rows(path, "segments") == 2
+    log.append("out", 0, [b"a2"])
+    everything = [b"a0", b"a1", *(b"s%d" % i for i in range(5)), *(b"t%d" % i for i in range(3)),
+                  b"a2"]
+    assert [(o, d) for o, d in log.read("out", 0)] == list(enumerate(everything))
+    for start in range(len(everything)):
+        for stop in range(start, len(everything) + 1):
+            for chunk in (1, 2, 3, 100):
+                got = [d for rows in log.read_chunks("out", 0, start, stop, chunk=chunk)
+                       for (d,) in rows]
+                assert got == everything[start:stop], (start, stop, chunk)
+    # a duplicate commit and an abort never touch published rows
+    log.stage(("q", 0, 0), "out", 0, [b"again"])
+    assert log.commit("q", 0, [0]) == (8, True)
+    assert log.abort("q", 0) == 0
+    assert table_rows(path, "stage_records") == 8
+    assert [d for _, d in log.read("out", 0)] == everything
+
+
+def test_published_rows_survive_a_restart(path):
+    with StreamLog(path) as log:
+        log.create_topic("out")
+        log.stage(("q", 0, 0), "out", 0, [b"x", b"y"])
+        log.commit("q", 0, [0])
+    with StreamLog(path) as log:
+        assert [d for _, d in log.read("out", 0)] == [b"x", b"y"]
+        assert log.commit("q", 0, [0]) == (2, True)
+
+
+def test_a_format_1_file_is_upgraded_with_its_staged_rows(path):
+    """Format 1 kept staged rows in staged_rows(stage, data): they move to stage_records and
+    a commit after the upgrade publishes them in the order staged."""
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE streamlog_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO streamlog_meta VALUES ('format', '1');
+        CREATE TABLE topics(name TEXT PRIMARY KEY, shards INTEGER NOT NULL);
+        INSERT INTO topics VALUES ('out', 1);
+        CREATE TABLE shards(id INTEGER PRIMARY KEY, topic TEXT NOT NULL, shard INTEGER NOT NULL,
+            next_offset INTEGER NOT NULL DEFAULT 0, UNIQUE(topic, shard));
+        INSERT INTO shards VALUES (1, 'out', 0, 1);
+        CREATE TABLE records(key INTEGER PRIMARY KEY, data BLOB NOT NULL);
+        INSERT INTO records VALUES (1 << 40, X'6130');
+        CREATE TABLE stages(id INTEGER PRIMARY KEY AUTOINCREMENT, query TEXT NOT NULL,
+            batch INTEGER NOT NULL, partition INTEGER NOT NULL, topic TEXT NOT NULL,
+            shard INTEGER NOT NULL, rows INTEGER NOT NULL DEFAULT 0,
+            UNIQUE(query, batch, partition));
+        INSERT INTO stages VALUES (1, 'q', 0, 0, 'out', 0, 2), (2, 'q', 0, 1, 'out', 0, 1);
+        CREATE TABLE staged_rows(stage INTEGER NOT NULL, data BLOB NOT NULL);
+        INSERT INTO staged_rows VALUES (1, X'70'), (2, X'72'), (1, X'71');
+        CREATE TABLE commits(query TEXT NOT NULL, batch INTEGER NOT NULL, rows INTEGER NOT NULL,
+            PRIMARY KEY(query, batch));
+    """)
+    db.close()
+    with StreamLog(path) as log:
+        assert log.commit("q", 0, [0, 1]) == (3, False)
+        assert [d for _, d in log.read("out", 0)] == [b"a0", b"p", b"q", b"r"]
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("SELECT value FROM streamlog_meta").fetchone() == ("2",)
+        assert db.execute("SELECT name FROM sqlite_master WHERE name='staged_rows'") \
+            .fetchone() is None
+    finally:
+        db.close()
+
+
 def test_abort(log):
     log.create_topic("out")
     log.stage(("q", 2, 0), "out", 0, [b"a", b"b"])

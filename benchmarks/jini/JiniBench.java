@@ -26,7 +26,9 @@ import net.jini.jeri.tcp.TcpEndpoint;
  * <p>Every request writes SIZE bytes, closes the request body (eof) and reads the whole
  * response (the servers echo it). First the workload runs for WARMUP_S seconds (the JIT), then
  * COUNT requests are timed; the run stops early when BUDGET_S seconds have passed. Prints one
- * line {@code RESULT {"ops": N, "seconds": S, "nbytes": B}} (nbytes: response bytes read).
+ * line {@code RESULT {"ops": N, "seconds": S, "nbytes": B, "client_cpu": C, "warmup_ops": W}}
+ * (nbytes: response bytes read; client_cpu: the JVM's CPU seconds over the measured run, its
+ * JIT and GC threads included; warmup_ops: operations of the warm-up before it).
  */
 public final class JiniBench {
     private static final String HOST = "127.0.0.1";
@@ -48,11 +50,17 @@ public final class JiniBench {
             body[i] = (byte) i;
         }
         int threads = kind.equals("rr-100") ? 100 : 1;
-        run(endpoint, body, threads, Long.MAX_VALUE, warmup);
+        long[] warm = run(endpoint, body, threads, Long.MAX_VALUE, warmup);
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long cpu = os.getProcessCpuTime();
         long[] done = run(endpoint, body, threads, count, budget);
+        double clientCpu = (os.getProcessCpuTime() - cpu) / 1e9;
         double seconds = done[2] / 1e9;
         System.out.println("RESULT {\"ops\": " + done[0] + ", \"seconds\": " + seconds
-                           + ", \"nbytes\": " + done[1] + "}");
+                           + ", \"nbytes\": " + done[1] + ", \"client_cpu\": " + clientCpu
+                           + ", \"warmup_ops\": " + warm[0] + "}");
         System.out.flush();
         System.exit(0);
     }

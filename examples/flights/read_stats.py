@@ -7,9 +7,13 @@ output); this prints, for each mode, the last table of the last run, and checks 
 and streaming runs agree (counts exactly, means to 1e-9; the approximate percentiles are
 printed side by side).
 
+With ``--format arrow`` it reads the Arrow topics (``delay_stats_by_carrier_arrow`` ...): each
+record an Arrow IPC stream of statistics rows (:mod:`rsocket_tx.extensions.arrow`).
+
 Usage::
 
     python examples/flights/read_stats.py --endpoint tcp://127.0.0.1:7879
+    python examples/flights/read_stats.py --endpoint tcp://127.0.0.1:7879 --format arrow
 """
 
 from __future__ import annotations
@@ -20,10 +24,21 @@ import math
 import sys
 
 STATS_TOPICS = {"carrier": "delay_stats_by_carrier", "origin": "delay_stats_by_origin"}
+#: The statistics topics by format (flights_job.FORMAT_TOPICS).
+FORMAT_TOPICS = {"json": STATS_TOPICS,
+                 "arrow": {k: t + "_arrow" for k, t in STATS_TOPICS.items()}}
 
 
-async def read_topic(rsocket, topic: str) -> list[dict]:
-    """Every record of ``topic`` (JSON), shard by shard, in offset order."""
+def decode_record(data: bytes, fmt: str) -> list[dict]:
+    """The statistics rows of one record: a JSON object, or an Arrow IPC stream of rows."""
+    if fmt == "arrow":
+        from rsocket_tx.extensions.arrow import decode_table
+        return decode_table(data).to_pylist()
+    return [json.loads(data)]
+
+
+async def read_topic(rsocket, topic: str, fmt: str = "json") -> list[dict]:
+    """Every row of ``topic``, shard by shard, in offset order (records of ``fmt``)."""
     from rsocket_tx.apps.streamlog import ROUTE_OFFSETS, ROUTE_READ, offset_of
 
     reply = await rsocket.request_response({"topic": topic}, route=ROUTE_OFFSETS)
@@ -38,7 +53,7 @@ async def read_topic(rsocket, topic: str) -> list[dict]:
             if offset != expected:
                 raise RuntimeError(f"{topic}/{shard}: offset {offset}, expected {expected}")
             expected += 1
-            records.append(json.loads(payload.data))
+            records += decode_record(payload.data, fmt)
     return records
 
 
@@ -107,7 +122,7 @@ def _names() -> dict[str, dict[str, str]]:
             "origin": dict(zip(airports.faa, airports.name))}
 
 
-async def _main(reactor, endpoint: str) -> int:
+async def _main(reactor, endpoint: str, fmt: str = "json") -> int:
     from rsocket_tx import connect
     from rsocket_tx.extensions import COMPOSITE_METADATA
 
@@ -116,8 +131,8 @@ async def _main(reactor, endpoint: str) -> int:
     names = _names()
     status = 0
     try:
-        for key, topic in STATS_TOPICS.items():
-            records = await read_topic(rsocket, topic)
+        for key, topic in FORMAT_TOPICS[fmt].items():
+            records = await read_topic(rsocket, topic, fmt)
             tables = latest_tables(records, key)
             if not tables:
                 print(f"\n{topic}: empty")
@@ -147,11 +162,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--endpoint", required=True,
                         help="the StreamLogResponder, e.g. tcp://127.0.0.1:7879")
+    parser.add_argument("--format", choices=tuple(FORMAT_TOPICS), default="json",
+                        help="the topics the job wrote in this format (default: %(default)s)")
     args = parser.parse_args(argv)
     status = []
 
     async def run(reactor):
-        status.append(await _main(reactor, args.endpoint))
+        status.append(await _main(reactor, args.endpoint, args.format))
 
     try:
         task.react(lambda reactor: defer.ensureDeferred(run(reactor)))

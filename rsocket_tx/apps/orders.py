@@ -80,8 +80,9 @@ class OrderBook:
             raise InvalidError("order.item must be a non-empty string")
         if not isinstance(qty, int) or isinstance(qty, bool) or qty < 1:
             raise InvalidError("order.qty must be an integer >= 1")
-        order = {"id": str(next(self._ids)), "item": item, "qty": qty, "owner": owner}
-        self.orders[order["id"]] = order
+        order_id = str(next(self._ids))
+        order = {"id": order_id, "item": item, "qty": qty, "owner": owner}
+        self.orders[order_id] = order
         return order
 
 
@@ -116,6 +117,7 @@ class OrderService(Responder):
     @route("orders.bulk", interaction="request_channel")
     async def bulk(self, request: Request):
         yield self.book.create(request.data, request.principal)
+        assert request.inbound is not None  # (a channel's request has its inbound stream)
         async for payload in request.inbound:
             yield self.book.create(request.decode(payload), request.principal)
 
@@ -125,7 +127,9 @@ class OrderService(Responder):
 
     @route.fallback()
     def unknown(self, request: Request):
-        routes = sorted({r for rs in self._router.routes().values() for r in rs})
+        router = self._router
+        assert router is not None  # (a class with routes has its router)
+        routes = sorted({r for rs in router.routes().values() for r in rs})
         raise RejectedError(f"no route {request.route!r} for "
                             f"{request.interaction.replace('_', '-')}; this service has "
                             f"{', '.join(routes)}")

@@ -80,6 +80,18 @@ log=log))``, or with twistd::
 Applications publish in-process with :meth:`StreamLog.append` (one :class:`StreamLog` per file
 and process: :meth:`StreamLog.shared`).
 
+Exactly-once sinks stage their rows apart from the published records (table
+``stage_records``, keyed by stage and row number); ``log.commit`` does not copy them: it writes
+one *segment* per partition, saying that the shard's next offsets are that stage's rows, and
+readers follow it. A commit costs the same for any number of rows.
+
+Records are bytes: a topic holds whatever its writers put in it. JSON or CBOR records hold one
+row each; an Arrow topic's records are Arrow IPC streams
+(:mod:`rsocket_tx.extensions.arrow`, ``application/vnd.apache.arrow.stream``) of one or more
+record batches each, stored and served as they came (no conversion): there an offset numbers
+a record of many rows, and ``log.read`` sends each as one PAYLOAD (fragmented by RSocket when
+it is larger than a frame).
+
 Durability: WAL with ``synchronous=NORMAL`` (default) keeps every committed transaction across
 a crash of the process; ``synchronous="full"`` also across a power loss (slower appends).
 """
@@ -95,7 +107,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from itertools import accumulate, repeat
+from itertools import accumulate, count, repeat
 from operator import add
 
 from ..codecs import BYTES, TEXT, codec_for
@@ -129,6 +141,7 @@ __all__ = [
     "MAX_OFFSET",
     "MAX_QUERY_LENGTH",
     "MAX_PARTITIONS",
+    "MAX_STAGE_ROWS",
     "DEFAULT_ACK_EVERY",
     "MAX_ACK_EVERY",
     "DEFAULT_READ_CHUNK",
@@ -189,6 +202,8 @@ MAX_OFFSET = 2**40 - 1
 MAX_QUERY_LENGTH = 255
 #: Most partitions one commit may name.
 MAX_PARTITIONS = 1_000_000
+#: Most rows staged for one ``(query, batch, partition)``.
+MAX_STAGE_ROWS = 2**32 - 1
 #: Records per transaction (and acknowledgement) of the channel sinks, by default.
 DEFAULT_ACK_EVERY = 1024
 #: Largest ``ack_every``: what a sink buffers in memory before it writes.
@@ -208,6 +223,7 @@ _BATCH_HEADER = struct.Struct(">QI")
 _MAX_INT64 = 2**63 - 1
 _OFFSET_BITS = 40
 _MAX_SHARD_KEYS = 2**23 - 1  # record keys are (shard key << 40) | offset, below 2^63
+_MAX_STAGE_ID = 2**31 - 1  # stage record keys are (stage id << 32) | row number
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 
@@ -230,15 +246,24 @@ CREATE TABLE IF NOT EXISTS stages(
     shard INTEGER NOT NULL,
     rows INTEGER NOT NULL DEFAULT 0,
     UNIQUE(query, batch, partition));
-CREATE TABLE IF NOT EXISTS staged_rows(stage INTEGER NOT NULL, data BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS staged_rows_by_stage ON staged_rows(stage);
+CREATE TABLE IF NOT EXISTS stage_records(key INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS segments(
+    shard INTEGER NOT NULL,
+    first INTEGER NOT NULL,
+    rows INTEGER NOT NULL,
+    stage INTEGER NOT NULL,
+    PRIMARY KEY(shard, first)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS commits(
     query TEXT NOT NULL,
     batch INTEGER NOT NULL,
     rows INTEGER NOT NULL,
     PRIMARY KEY(query, batch));
 """
-_FORMAT = "1"
+_FORMAT = "2"
+#: Format 1 kept staged rows in ``staged_rows(stage, data)`` and copied them into ``records``
+#: on commit; format 2 keys them by stage and commits by pointing at them (``segments``).
+_OLD_FORMATS = ("1",)
+_STAGE_BITS = 32  # stage record keys are (stage id << 32) | row number, below 2^63
 
 
 class StreamLogError(ValueError):
@@ -262,7 +287,7 @@ class StageError(StreamLogError):
 
 
 @contextmanager
-def _invalid(route_name: str):
+def _invalid(route_name: str | None):
     """Answer a :class:`StreamLogError` raised inside with ERROR[INVALID] "route: reason"."""
     try:
         yield
@@ -349,7 +374,7 @@ class StreamLog:
         self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        self._pid = None
+        self._pid: int | None = None
         self._keys: dict[tuple[str, int], int] = {}
         self._connect()
 
@@ -383,6 +408,8 @@ class StreamLog:
             if row is None:
                 conn.execute("INSERT OR IGNORE INTO streamlog_meta VALUES ('format', ?)",
                              (_FORMAT,))
+            elif row[0] in _OLD_FORMATS:
+                _upgrade(conn)
             elif row[0] != _FORMAT:
                 raise StreamLogError(f"{self.path!r} has stream log format {row[0]}, this "
                                      f"version reads format {_FORMAT}")
@@ -628,14 +655,14 @@ class StreamLog:
             base = self._shard_key(self._db(), topic, shard) << _OFFSET_BITS
         lock = self._lock
 
+        shard_key = base >> _OFFSET_BITS
+
         def chunks():
             position = start
             while position < stop:
                 n = min(chunk, stop - position)
                 with lock:
-                    rows = self._db().execute(
-                        "SELECT data FROM records WHERE key >= ? AND key < ? ORDER BY key",
-                        (base + position, base + position + n)).fetchall()
+                    rows = _read_rows(self._db(), shard_key, position, position + n)
                 if len(rows) != n:  # cannot happen unless the file was edited
                     raise StreamLogError(f"shard {shard} of {topic!r}: {n - len(rows)} records "
                                          f"missing after offset {position}")
@@ -661,7 +688,10 @@ class StreamLog:
             self._drop_stage(db, "query=? AND batch=? AND partition=?", (query, batch, partition))
             cursor = db.execute("INSERT INTO stages(query, batch, partition, topic, shard) "
                                 "VALUES (?, ?, ?, ?, ?)", (query, batch, partition, topic, shard))
-            return cursor.lastrowid
+            stage_id = cursor.lastrowid
+            if stage_id > _MAX_STAGE_ID:
+                raise StreamLogError(f"the stream log has used all its {_MAX_STAGE_ID} stage ids")
+            return stage_id
 
     def stage(self, key: tuple[str, int, int], topic: str, shard: int,
               records: Iterable[bytes], *, stage_id: int | None = None) -> int:
@@ -687,14 +717,18 @@ class StreamLog:
             if tuple(row[:3]) != (query, batch, partition):
                 raise StageError(f"stage {stage_id} belongs to {tuple(row[:3])!r}, not {key!r}")
             before = db.total_changes
+            base = (stage_id << _STAGE_BITS) + row[3]
             if records.__class__ is list and set(map(type, records)) <= {bytes}:
-                rows = zip(repeat(stage_id), records)  # (the sink routes: no Python step)
+                rows = zip(count(base), records)  # (the sink routes: no Python step)
             else:
-                rows = ((stage_id, _as_record(r)) for r in records)
-            db.executemany("INSERT INTO staged_rows(stage, data) VALUES (?, ?)", rows)
-            rows = row[3] + db.total_changes - before
-            db.execute("UPDATE stages SET rows=? WHERE id=?", (rows, stage_id))
-            return rows
+                rows = zip(count(base), map(_as_record, records))
+            db.executemany("INSERT INTO stage_records(key, data) VALUES (?, ?)", rows)
+            total = row[3] + db.total_changes - before
+            if total > MAX_STAGE_ROWS:
+                raise StreamLogError(f"at most {MAX_STAGE_ROWS} rows per stage (query, batch, "
+                                     f"partition), got {total}")
+            db.execute("UPDATE stages SET rows=? WHERE id=?", (total, stage_id))
+            return total
 
     def staged(self, query: str, batch: int) -> dict[int, int]:
         """The partitions staged for ``(query, batch)``, with their row counts."""
@@ -720,8 +754,10 @@ class StreamLog:
         In one transaction: each partition's rows (partitions in ascending order, rows in the
         order staged) are appended to its topic/shard, all staging of ``(query, batch)`` is
         dropped (also partitions not listed: attempts that did not succeed) and the batch is
-        recorded as committed. A later commit of the same ``(query, batch)`` changes nothing
-        (and drops what was staged again for it).
+        recorded as committed. The rows are not copied: a commit writes one *segment* per
+        partition (the shard's next offsets now name the staged rows where they are), so it
+        costs the same for 10 rows as for 10 million. A later commit of the same
+        ``(query, batch)`` changes nothing (and drops what was staged again for it).
 
         :returns: ``(rows, duplicate)``: the rows published (by the first commit, when
             ``duplicate``).
@@ -747,10 +783,12 @@ class StreamLog:
                 raise StageError(f"commit of query {query!r} batch {batch}: partition(s) {shown}"
                                  f" not staged")
             total = 0
+            published = set()
             for partition in wanted:
                 sid, topic, shard = stages[partition]
                 total += self._move(db, sid, topic, shard)
-            self._drop_stage(db, "query=? AND batch=?", (query, batch))
+                published.add(sid)
+            self._drop_stage(db, "query=? AND batch=?", (query, batch), keep=published)
             db.execute("INSERT INTO commits(query, batch, rows) VALUES (?, ?, ?)",
                        (query, batch, total))
             return total, False
@@ -770,25 +808,30 @@ class StreamLog:
         return sorted(wanted)
 
     def _move(self, db, sid: int, topic: str, shard: int) -> int:
+        """Publish stage ``sid``'s rows at the end of ``topic``/``shard``: one segment row
+        pointing at them (no row is copied). :returns: the number of rows."""
         key = self._shard_key(db, topic, shard)
         first = db.execute("SELECT next_offset FROM shards WHERE id=?", (key,)).fetchone()[0]
-        base = (key << _OFFSET_BITS) + first
-        before = db.total_changes
-        db.execute("INSERT INTO records(key, data) SELECT ? + row_number() OVER (ORDER BY rowid)"
-                   " - 1, data FROM staged_rows WHERE stage=? ORDER BY rowid", (base, sid))
-        count = db.total_changes - before
-        if first + count > MAX_OFFSET + 1:
+        rows = db.execute("SELECT rows FROM stages WHERE id=?", (sid,)).fetchone()[0]
+        if first + rows > MAX_OFFSET + 1:
             raise StreamLogError(f"shard {shard} of {topic!r} is full ({MAX_OFFSET + 1} records)")
-        if count:
-            db.execute("UPDATE shards SET next_offset=? WHERE id=?", (first + count, key))
-        return count
+        if rows:
+            db.execute("INSERT INTO segments(shard, first, rows, stage) VALUES (?, ?, ?, ?)",
+                       (key, first, rows, sid))
+            db.execute("UPDATE shards SET next_offset=? WHERE id=?", (first + rows, key))
+        return rows
 
     @staticmethod
-    def _drop_stage(db, where: str, args: tuple) -> int:
+    def _drop_stage(db, where: str, args: tuple, keep: set[int] | frozenset[int] = frozenset()
+                    ) -> int:
+        """Forget the stages matching ``where``; delete their rows unless the stage id is in
+        ``keep`` (published: a segment points at them). :returns: rows deleted."""
         ids = [sid for (sid,) in db.execute(f"SELECT id FROM stages WHERE {where}", args)]
         dropped = 0
         for sid in ids:
-            dropped += db.execute("DELETE FROM staged_rows WHERE stage=?", (sid,)).rowcount
+            if sid not in keep:
+                dropped += db.execute("DELETE FROM stage_records WHERE key >= ? AND key < ?",
+                                      (sid << _STAGE_BITS, (sid + 1) << _STAGE_BITS)).rowcount
             db.execute("DELETE FROM stages WHERE id=?", (sid,))
         return dropped
 
@@ -804,6 +847,60 @@ class StreamLog:
 
     def __repr__(self) -> str:
         return f"StreamLog({self.path!r})"
+
+
+def _read_rows(db: sqlite3.Connection, shard_key: int, start: int, stop: int
+               ) -> list[tuple[bytes]]:
+    """The rows ``(data,)`` of offsets [start, stop) of one shard: appended records (table
+    ``records``) and committed stages (``segments`` pointing into ``stage_records``), in
+    offset order; fewer if some are missing."""
+    segments = db.execute(
+        "SELECT first, rows, stage FROM segments WHERE shard=? AND first <= ? "
+        "ORDER BY first DESC LIMIT 1", (shard_key, start)).fetchall()
+    if segments and segments[0][0] + segments[0][1] <= start:
+        segments = []
+    segments += db.execute(
+        "SELECT first, rows, stage FROM segments WHERE shard=? AND first > ? AND first < ? "
+        "ORDER BY first", (shard_key, start, stop)).fetchall()
+    base = shard_key << _OFFSET_BITS
+    if not segments:
+        return db.execute("SELECT data FROM records WHERE key >= ? AND key < ? ORDER BY key",
+                          (base + start, base + stop)).fetchall()
+    rows: list[tuple[bytes]] = []
+    position = start
+    for first, size, stage in segments:
+        if position < first:  # appended records before this segment
+            rows += db.execute("SELECT data FROM records WHERE key >= ? AND key < ? ORDER BY key",
+                               (base + position, base + first)).fetchall()
+            position = first
+        end = min(stop, first + size)
+        stage_base = (stage << _STAGE_BITS) - first
+        rows += db.execute("SELECT data FROM stage_records WHERE key >= ? AND key < ? "
+                           "ORDER BY key", (stage_base + position, stage_base + end)).fetchall()
+        position = end
+    if position < stop:
+        rows += db.execute("SELECT data FROM records WHERE key >= ? AND key < ? ORDER BY key",
+                           (base + position, base + stop)).fetchall()
+    return rows
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Upgrade a format 1 file in place (one transaction): its staged rows move from
+    ``staged_rows`` to ``stage_records`` (keyed by stage and row number)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        old = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                           "name='staged_rows'").fetchone()
+        if old is not None:
+            conn.execute(f"INSERT INTO stage_records(key, data) SELECT (stage << {_STAGE_BITS})"
+                         " + row_number() OVER (PARTITION BY stage ORDER BY rowid) - 1, data "
+                         "FROM staged_rows ORDER BY stage, rowid")
+            conn.execute("DROP TABLE staged_rows")
+        conn.execute("UPDATE streamlog_meta SET value=? WHERE key='format'", (_FORMAT,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 class _Transaction:
@@ -1045,9 +1142,9 @@ class StreamLogResponder(Responder):
         self.auto_create = _setting_bool("auto_create", auto_create)
         self.default_shards = _setting_int("default_shards", default_shards, 1, MAX_SHARDS)
         self.batch_bytes = _setting_int("batch_bytes", batch_bytes, 64, MAX_BATCH_BYTES)
-        if log is None:
-            log = StreamLog.shared(path, synchronous=synchronous)
-        self.stream_log = log
+        # (exactly one of log and path, checked above)
+        self.stream_log = log if log is not None else \
+            StreamLog.shared(str(path), synchronous=synchronous)
 
     # -- request helpers ------------------------------------------------------------------
 
@@ -1080,7 +1177,7 @@ class StreamLogResponder(Responder):
         codec = codec_for(request.response_mime_type)
         if codec is BYTES or codec is TEXT:  # no object codec: JSON anyway
             return Payload(json.dumps(value, separators=(",", ":")).encode())
-        return request.encode(value)
+        return request.encode(value) or Payload(b"")  # (value is never None here)
 
     def _target(self, request: Request, topic, shard, create: bool) -> tuple[str, int]:
         with _invalid(request.route):
@@ -1103,6 +1200,7 @@ class StreamLogResponder(Responder):
         batch: list[bytes] = []
         ack_every = self.ack_every
         acked = False
+        assert request.inbound is not None  # a channel: the Request has an inbound stream
         async for payload in request.inbound:
             if batched:
                 try:

@@ -151,8 +151,10 @@ def encode_auth(credentials: Credentials) -> bytes:
                     f"CustomAuth.auth_type id must be in 0..127, got {auth_type}"
                 )
             header = WELL_KNOWN_HEADERS[auth_type]
-        else:
+        elif isinstance(auth_type, str):
             header = encode_type_header(auth_type, "auth type", _AUTH_ID_BY_NAME)
+        else:
+            raise TypeError(f"auth type must be a str, not {type(auth_type).__name__}")
         return header + payload
     raise TypeError(
         "credentials must be SimpleAuth, BearerAuth or CustomAuth, not "
@@ -178,9 +180,10 @@ def decode_auth(data: bytes) -> Credentials:
         raise MetadataDecodeError("authentication metadata is empty (no auth type)")
     id_, name, offset = decode_type_header(data, 0, "auth type")
     if id_ is None:
-        id_ = _AUTH_ID_BY_NAME.get(name)  # type: ignore[arg-type]
+        assert name is not None  # decode_type_header gives a name when it gives no id
+        id_ = _AUTH_ID_BY_NAME.get(name)
         if id_ is None:
-            return CustomAuth(name, data[offset:])  # type: ignore[arg-type]
+            return CustomAuth(name, data[offset:])
     if id_ == _SIMPLE:
         size = len(data)
         if size < offset + 2:

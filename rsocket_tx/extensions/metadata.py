@@ -257,10 +257,10 @@ def build_metadata(
         given.append("entries")
     if not given:
         return b""
-    if kind == _ROUTING and given == ["route"]:
-        return _routing_tags(route)  # type: ignore[arg-type]
-    if kind == _AUTHENTICATION and given == ["auth"]:
-        return encode_auth(auth)  # type: ignore[arg-type]
+    if kind == _ROUTING and route is not None and given == ["route"]:
+        return _routing_tags(route)
+    if kind == _AUTHENTICATION and auth is not None and given == ["auth"]:
+        return encode_auth(auth)
     if kind == _ROUTING:
         carries = "only a route"
     elif kind == _AUTHENTICATION:

@@ -44,7 +44,9 @@ def _read_one(data: bytes, offset: int) -> tuple[str, int]:
         name = MIME_NAME_BY_ID.get(id_)
         if name is None:
             raise MetadataDecodeError(f"unknown well-known MIME type id 0x{id_:02x}")
-    return name, offset  # type: ignore[return-value]
+    else:
+        assert name is not None  # decode_type_header gives a name when it gives no id
+    return name, offset
 
 
 def decode_mime_type(data: bytes) -> str:

@@ -214,7 +214,7 @@ def as_bytes(data: object) -> bytes:
     :raises TypeError: anything else (a ``str``, ``None``, an ``int``...).
     """
     if data.__class__ is bytes:
-        return data  # type: ignore[return-value]
+        return data
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     raise TypeError(f"metadata must be bytes, bytearray or memoryview, not {type(data).__name__}")

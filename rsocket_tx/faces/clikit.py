@@ -28,7 +28,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from twisted.internet import error as internet_error
 from twisted.internet.defer import CancelledError, Deferred
@@ -373,7 +373,13 @@ def _literal(value: str) -> bytes:
     return os.fsencode(value)  # the bytes typed, even if they are not valid UTF-8
 
 
-def read_source(value: str | None, stdin) -> bytes | None:
+@overload
+def read_source(value: str, stdin: Any) -> bytes: ...
+@overload
+def read_source(value: None, stdin: Any) -> None: ...
+@overload
+def read_source(value: str | None, stdin: Any) -> bytes | None: ...
+def read_source(value: str | None, stdin: Any) -> bytes | None:
     """Read the value of a ``--data``-style option.
 
     :param value: ``None`` (not given), ``"-"`` (all of ``stdin``), ``"@FILE"`` (the file's
@@ -420,9 +426,9 @@ class LineReader:
         except (AttributeError, OSError, io.UnsupportedOperation):
             self._fd = None
 
-    def next_line(self) -> Deferred:
+    def next_line(self) -> Deferred[bytes | None]:
         """A Deferred firing with the next line (without its newline), or None at the end."""
-        d = Deferred()
+        d: Deferred[bytes | None] = Deferred()
         self._requests.put(d)
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="rsocket-tx stdin", daemon=True)
@@ -593,7 +599,8 @@ async def await_command(reactor, work: Deferred, timeout: float | None, streams:
     return _timed_out(timeout, streams) if timed_out else status
 
 
-def _timed_out(timeout: float, streams: Streams) -> int:
+def _timed_out(timeout: float | None, streams: Streams) -> int:
+    assert timeout is not None  # (only a timeout times out)
     seconds = f"{timeout:g}"
     streams.error(f"timed out after {seconds} second{'s' if seconds != '1' else ''}")
     return EXIT_TIMEOUT

@@ -170,5 +170,6 @@ def make_frame_logger(
         log = None if emit is not None else connection_log.child("rsocket_tx.frames")
         return logger_for(FrameDescriber(secrets), writer(log))
 
-    frame_logger.for_connection = for_connection  # type: ignore[attr-defined]
+    # (a function attribute, read with getattr by the protocol)
+    frame_logger.__dict__["for_connection"] = for_connection
     return frame_logger

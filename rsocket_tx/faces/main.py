@@ -4,8 +4,9 @@ commands, the run loop, the exit status.
 It imports each protocol's face and asks it for its commands through one object, the face's
 ``FACE`` (a :class:`~rsocket_tx.faces.clikit.Face`): RSocket (:mod:`rsocket_tx.faces.cli`:
 ``request``, ``fnf``, ``stream``, ``channel``, ``metadata-push``, ``serve``), Jini ERI mux
-(:mod:`rsocket_tx.jini.cli`: ``jini``), RS-network (:mod:`rsocket_tx.rsnet.cli`: ``rsnet``)
-and the 2015 ReactiveSocket draft (:mod:`rsocket_tx.reactivesocket.cli`: ``rs2015``). So the
+(:mod:`rsocket_tx.jini.cli`: ``jini``), RS-network (:mod:`rsocket_tx.rsnet.cli`: ``rsnet``),
+the 2015 ReactiveSocket draft (:mod:`rsocket_tx.reactivesocket.cli`: ``rs2015``) and yamux
+(:mod:`rsocket_tx.yamux.cli`: ``yamux``). So the
 registration goes downward: no face imports another (DESIGN §2).
 
 Exit status: 0 success; 1 the peer answered with an error (an RSocket ERROR, ...); 2 bad usage
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.logger import (
@@ -31,6 +33,7 @@ from twisted.logger import (
 from ..jini import cli as jini_face
 from ..reactivesocket import cli as rs2015_face
 from ..rsnet import cli as rsnet_face
+from ..yamux import cli as yamux_face
 from . import cli as rsocket_face
 from .clikit import (
     EXIT_CONNECTION,  # noqa: F401 - importable from here
@@ -61,17 +64,33 @@ __all__ = [
 ]
 
 #: The protocols' faces whose commands ``rsocket-tx`` has, in the order of ``--help``.
-FACES: tuple[Face, ...] = (rsocket_face.FACE, jini_face.FACE, rsnet_face.FACE, rs2015_face.FACE)
+FACES: tuple[Face, ...] = (rsocket_face.FACE, jini_face.FACE, rsnet_face.FACE, rs2015_face.FACE,
+                          yamux_face.FACE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class TopParser(CommandParser):
+    """The ``rsocket-tx`` parser: a :class:`~rsocket_tx.faces.clikit.CommandParser` that knows
+    its commands' parsers and faces.
+
+    :ivar command_parsers: ``dict[str, argparse.ArgumentParser]``: each command's parser (a
+        :class:`~rsocket_tx.faces.clikit.CommandParser`, the subparsers' class).
+    :ivar faces: ``dict[str, Face]``: each command's face.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_parsers: dict[str, argparse.ArgumentParser] = {}
+        self.faces: dict[str, Face] = {}
+
+
+def build_parser() -> TopParser:
     """The ``rsocket-tx`` argument parser (raises :class:`UsageError` instead of exiting), with
     the commands of every face of :data:`FACES`.
 
     Its ``command_parsers`` attribute maps each command to its parser, ``faces`` each command to
     its face.
     """
-    parser = CommandParser(
+    parser = TopParser(
         prog=PROG,
         description="RSocket 1.0 command-line client and server (rsocket_tx, Twisted).",
         epilog=rsocket_face.help_epilog(),
@@ -81,8 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
                                      parser_class=CommandParser)
     commands.required = True
-    parser.command_parsers = {}
-    parser.faces = {}
     for face in FACES:
         for name, sub in face.add_commands(commands).items():
             parser.command_parsers[name] = sub
@@ -111,7 +128,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         message = f"unrecognized arguments: {' '.join(extras)}"
         unknown = next((e for e in extras if e.startswith("--")), None)
         if unknown is not None:
-            message += suggest_option(unknown, sub.all_options())
+            options = sub.all_options() if isinstance(sub, CommandParser) else []
+            message += suggest_option(unknown, options)
         raise UsageError(message, sub.format_usage())
     args.face = parser.faces[args.command]
     try:
@@ -186,7 +204,8 @@ def log_level(args: argparse.Namespace) -> LogLevel:
 def _begin_logging(args: argparse.Namespace, secrets: list[str]) -> None:
     stderr = RedactingWriter(sys.stderr, secrets) if secrets else sys.stderr
     observer = FilteringLogObserver(
-        textFileLogObserver(stderr),
+        # (its stub asks for an IO; it only writes and flushes: any text file object works)
+        textFileLogObserver(stderr),  # type: ignore[arg-type]
         [LogLevelFilterPredicate(defaultLogLevel=log_level(args))],
     )
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)

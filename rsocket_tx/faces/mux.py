@@ -33,6 +33,7 @@ import importlib
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.interfaces import IStreamServerEndpoint
@@ -57,6 +58,9 @@ from .serving import (
     parse_int_option,
     parse_listen,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "Options",
@@ -109,7 +113,8 @@ class ProtocolSettings:
     :ivar name: its name in :data:`~rsocket_tx.transports.oneport.PROTOCOLS`.
     :ivar args: its options as typed (after the name).
     :ivar tap: the module of its twistd plugin (``Options``, ``build_service``).
-    :ivar settings: what its plugin's ``Options`` parsed into ``["settings"]`` (no endpoints).
+    :ivar settings: what its plugin's ``Options`` parsed into ``["settings"]`` (no endpoints):
+        a dataclass instance with a ``listen`` field.
     :ivar metrics: its ``--metrics`` endpoint (``twistd rsocket``'s option: Prometheus
         metrics of that protocol's connections, served while the one-port server runs), or
         None.
@@ -118,7 +123,7 @@ class ProtocolSettings:
     name: str
     args: tuple[str, ...]
     tap: str
-    settings: object
+    settings: DataclassInstance
     metrics: str | None = None
 
 

@@ -23,6 +23,7 @@ import inspect
 import keyword
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from twisted.python import usage
 
@@ -50,6 +51,9 @@ from .serving import (
     parse_listen,
 )
 from .serving import check_listen as check_endpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..responder import Responder
 
 __all__ = [
     "ServerSettings",
@@ -136,7 +140,7 @@ class ServerSettings:
 
     listen: tuple[str, ...] = (DEFAULT_LISTEN,)
     responder: str | None = None
-    responder_factory: type | None = None
+    responder_factory: type[Responder] | None = None
     responder_args: tuple[tuple[str, str], ...] = ()
     fragment_size: int | None = None
     max_frame_size: int = MAX_FRAME_SIZE
@@ -162,7 +166,7 @@ class ServerSettings:
     lease_grace: int = DEFAULT_LEASE_GRACE
     debug: bool = False
 
-    def make_responder_factory(self, cls: type | None = None) -> Callable:
+    def make_responder_factory(self, cls: type[Responder] | None = None) -> Callable:
         """The zero-argument callable making one responder per connection: ``cls`` (default:
         :attr:`responder_factory`, else the demo responder) called with :attr:`responder_args`
         as keyword arguments."""
@@ -195,6 +199,7 @@ class ServerSettings:
         if self.lease_ttl is not None:
             from ..core.lease import FixedRateLeasePolicy
 
+            assert self.lease_requests is not None  # (parse_server_settings: both or neither)
             return FixedRateLeasePolicy(self.lease_ttl, self.lease_requests,
                                         self.lease_interval)
         return None
@@ -685,6 +690,8 @@ def parse_server_settings(
 
     specs = parse_listen(listen, DEFAULT_LISTEN, server_endpoint)
 
+    responder_name: str | None
+    responder_factory: type[Responder]
     if responder is None:
         responder_name, responder_factory = None, DemoResponder
     else:
@@ -698,7 +705,7 @@ def parse_server_settings(
 
     fragment_size = parse_fragment_size(fragment_size)
     defaults = ServerSettings()
-    numbers = {}
+    numbers: dict[str, Any] = {}  # (ints, each for its field of ServerSettings)
     for field, minimum, maximum, unit in _SERVER_INT_OPTIONS:
         number = parse_int_option(field.replace("_", "-"), given[field], minimum=minimum,
                                   maximum=maximum, unit=unit)

@@ -29,6 +29,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService, Service
@@ -46,6 +47,8 @@ from twisted.logger import Logger
 from twisted.python import usage
 from twisted.python.failure import Failure
 from zope.interface import implementer
+
+_T = TypeVar("_T")  # the base class load_class() and named_class() check for
 
 __all__ = [
     "SettingsError",
@@ -310,7 +313,7 @@ def describe_import_error(module_name: str, error: BaseException) -> str:
     return f"cannot import module {module_name!r}{where}: {message}"
 
 
-def load_class(option: str, spec: str, base: type, base_name: str) -> type:
+def load_class(option: str, spec: str, base: type[_T], base_name: str) -> type[_T]:
     """Import the subclass of ``base`` named ``spec`` (see :func:`import_named`).
 
     :param base_name: how the message names ``base`` (``"rsocket_tx.Responder"``).
@@ -325,7 +328,7 @@ def load_class(option: str, spec: str, base: type, base_name: str) -> type:
     return obj
 
 
-def named_class(option: str, value, base: type, base_name: str) -> tuple[str, type]:
+def named_class(option: str, value: object, base: type[_T], base_name: str) -> tuple[str, type[_T]]:
     """A class option given as ``package.module:Class`` (imported, :func:`load_class`) or as
     the class itself.
 
@@ -542,7 +545,9 @@ class EndpointService(StreamServerEndpointService):
 
         :returns: a Deferred firing with None once the port has stopped listening.
         """
-        self.listening.cancel()
+        listening = self.listening
+        assert listening is not None, "stopService() follows startService()"
+        listening.cancel()
 
         def stop_listening(port):
             if port is not None:
@@ -552,7 +557,7 @@ class EndpointService(StreamServerEndpointService):
             self.running = False
             return result
 
-        return self.listening.addCallback(stop_listening).addBoth(stopped)
+        return listening.addCallback(stop_listening).addBoth(stopped)
 
 
 def describe_listen_failure(error: BaseException) -> str:

@@ -27,6 +27,8 @@ here too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python import usage
@@ -62,6 +64,9 @@ from .serving import (  # importable from here, as before
     parse_int_option,  # noqa: F401 - importable from here
 )
 from .serving import EndpointService as EndpointService  # importable from here, as before
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..responder import Responder
 
 __all__ = [
     "Options",
@@ -107,7 +112,7 @@ class RSocketServerService(ServerService):
         return self.factory.close_connections()
 
 
-def _keepalive_limited(cls: type, settings: ServerSettings) -> type:
+def _keepalive_limited(cls: type[Responder], settings: ServerSettings) -> type[Responder]:
     """Subclass ``cls`` so that its ``accept_setup`` refuses a keepalive interval below the
     server's minimum (``UnsupportedSetupError``) before running the class's own check. (The
     max lifetime limit is a connection setting, ``max_lifetime_limit``, enforced by the
@@ -125,11 +130,12 @@ def _keepalive_limited(cls: type, settings: ServerSettings) -> type:
             )
         return cls.accept_setup(self, setup)
 
-    return type(
+    # (type() makes a subclass of cls)
+    return cast("type[Responder]", type(
         cls.__name__,
         (cls,),
         {"accept_setup": accept_setup, "__module__": cls.__module__, "__doc__": cls.__doc__},
-    )
+    ))
 
 
 def build_service(settings: ServerSettings, reactor=None) -> RSocketServerService:

@@ -32,7 +32,7 @@ from twisted.internet.defer import CancelledError, Deferred, DeferredList, succe
 from twisted.internet.protocol import Factory
 from twisted.logger import LogLevel
 from twisted.python.failure import Failure
-from zope.interface import implementer  # type: ignore[import-untyped]
+from zope.interface import implementer
 
 from ..interfaces import IConnectionObserver
 from ..transports.limits import ConnectionLimit, RefusedConnection
@@ -475,6 +475,12 @@ class JiniMuxServerFactory(Factory):
 
     def transport_lost(self, protocol: Any) -> None:
         """IConnectionObserver: (no resumable sessions: :meth:`connection_lost` says it)."""
+
+    def session_resumed(self, protocol: Any) -> None:
+        """IConnectionObserver: (no resumable sessions: never called)."""
+
+    def session_ended(self, protocol: Any) -> None:
+        """IConnectionObserver: (no resumable sessions: never called)."""
 
     def close_connections(self, detail: str = "") -> Deferred[Any]:
         """Close every connection gracefully (:meth:`JiniServerProtocol.shutdown_gracefully`);

@@ -18,12 +18,19 @@ from __future__ import annotations
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.internet.interfaces import IConsumer
+from twisted.internet.interfaces import (
+    IConsumer,
+    IDelayedCall,
+    IProducer,
+    IPullProducer,
+    IPushProducer,
+    IReactorTime,
+)
 from twisted.logger import Logger
-from zope.interface import implementer  # type: ignore[import-untyped]
+from zope.interface import implementer
 
 from ..bridge import failure_for, fresh_error
 from .errors import LocalProtocolError
@@ -46,8 +53,8 @@ class SessionHost(Protocol):
     is over does nothing (or, for :meth:`session_send`, raises).
     """
 
-    #: the reactor (``IReactorTime``)
-    reactor: object
+    #: the reactor
+    reactor: IReactorTime
     #: the transport asked us to stop producing (its buffer is full)
     paused: bool
 
@@ -110,7 +117,7 @@ class DataReader:
         self._token_ref = weakref.ref(token)
         self._canceller: Callable[[], Callable[[], None] | None] | None = None
         if canceller is not None:
-            self._canceller = (weakref.WeakMethod(canceller)  # type: ignore[arg-type]
+            self._canceller = (weakref.WeakMethod(canceller)
                                if hasattr(canceller, "__self__") else lambda: canceller)
         self._chunks: deque[bytes] = deque()
         self._eof = False
@@ -294,10 +301,11 @@ class DataWriter:
         self._drained: list[Deferred[None]] = []
         self._error: BaseException | None = None
         self._discarding = False
-        self._producer: object | None = None
+        #: an IPushProducer when ``_streaming``, else an IPullProducer (IConsumer's contract)
+        self._producer: IProducer | None = None
         self._streaming = False
         self._producer_paused = False
-        self._pull_call: object | None = None
+        self._pull_call: IDelayedCall | None = None
         self._pumping = False
         self._finished: list[Deferred[None]] = []
         self._pump_queued = False
@@ -359,7 +367,7 @@ class DataWriter:
         for chunk in data:
             self.write(chunk)
 
-    def registerProducer(self, producer: object, streaming: bool) -> None:  # noqa: N802
+    def registerProducer(self, producer: IProducer, streaming: bool) -> None:  # noqa: N802
         """Register the producer that feeds this writer (``IConsumer``).
 
         :raises RuntimeError: a producer is registered already.
@@ -367,7 +375,7 @@ class DataWriter:
         if self._producer is not None:
             raise RuntimeError(f"a producer is already registered: {self._producer!r}")
         if self._error is not None and not self._discarding:
-            producer.stopProducing()  # type: ignore[attr-defined]
+            producer.stopProducing()
             return
         self._producer = producer
         self._streaming = bool(streaming)
@@ -378,8 +386,8 @@ class DataWriter:
         """Forget the producer (``IConsumer``)."""
         self._producer = None
         call, self._pull_call = self._pull_call, None
-        if call is not None and call.active():  # type: ignore[attr-defined]
-            call.cancel()  # type: ignore[attr-defined]
+        if call is not None and call.active():
+            call.cancel()
 
     # ------------------------------------------------------------------ the end
 
@@ -505,12 +513,12 @@ class DataWriter:
         if self._streaming:
             if blocked and not self._producer_paused:
                 self._producer_paused = True
-                producer.pauseProducing()  # type: ignore[attr-defined]
+                cast(IPushProducer, producer).pauseProducing()
             elif not blocked and self._producer_paused:
                 self._producer_paused = False
-                producer.resumeProducing()  # type: ignore[attr-defined]
+                cast(IPushProducer, producer).resumeProducing()
         elif not blocked and self._pull_call is None and not self._finishing:
-            self._pull_call = self._host.reactor.callLater(  # type: ignore[attr-defined]
+            self._pull_call = self._host.reactor.callLater(
                 0, self._pull)
 
     def _pull(self) -> None:
@@ -518,7 +526,7 @@ class DataWriter:
         producer = self._producer
         if producer is not None and not self._pending and not self._finishing \
                 and self._error is None:
-            producer.resumeProducing()  # type: ignore[attr-defined]
+            cast(IPullProducer, producer).resumeProducing()
 
     def discard(self) -> None:
         """The peer is not interested in the rest (the server's Close before our eof): from
@@ -537,7 +545,7 @@ class DataWriter:
         producer = self._producer
         if producer is not None and self._streaming and self._producer_paused:
             self._producer_paused = False
-            producer.resumeProducing()  # type: ignore[attr-defined]
+            cast(IPushProducer, producer).resumeProducing()
 
     def fail(self, error: BaseException) -> None:
         """The session ended abnormally (protocol side): later writes raise ``error``, the
@@ -554,6 +562,6 @@ class DataWriter:
             d.errback(failure_for(error))
         if producer is not None:
             try:
-                producer.stopProducing()  # type: ignore[attr-defined]
+                producer.stopProducing()
             except Exception:  # noqa: BLE001 - a producer's bug must not break the protocol
                 _log.failure("stopProducing() of {producer!r} failed", producer=producer)

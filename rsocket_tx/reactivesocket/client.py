@@ -8,7 +8,7 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 
 from ..client import make_setup as make_rsocket_setup
-from ..core.config import ConnectionConfig
+from ..core.config import DEFAULT_MAX_LIFETIME, ConnectionConfig
 from ..core.frames import SetupFrame
 from ..core.lease import LeasePolicy
 from ..core.payload import Payload
@@ -96,10 +96,11 @@ def make_setup(*, data_mime_type: str = "application/octet-stream",
     :raises ValueError: a MIME type not ASCII or over 255 bytes, or the SETUP over the 31-bit
         frame length.
     """
-    kwargs = {} if max_lifetime is None else {"max_lifetime": max_lifetime}
     setup = make_rsocket_setup(data_mime_type=data_mime_type,
                                metadata_mime_type=metadata_mime_type,
-                               setup_payload=setup_payload, lease=lease, **kwargs)
+                               setup_payload=setup_payload, lease=lease,
+                               max_lifetime=(DEFAULT_MAX_LIFETIME if max_lifetime is None
+                                             else max_lifetime))
     setup.major_version, setup.minor_version = 0, 0
     size = len(encode(DraftSetupFrame(
         metadata_mime_type=setup.metadata_mime_type, data_mime_type=setup.data_mime_type,

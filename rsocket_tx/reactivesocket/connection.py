@@ -125,6 +125,7 @@ from .frames import (
     decode,
     encode,
     frame_with_length,
+    with_stream_id,
 )
 
 __all__ = ["MAX_REQUEST_N", "ReactiveSocketConnection", "Role"]
@@ -542,10 +543,12 @@ class ReactiveSocketConnection:
         if frame_type in (FrameType.REQUEST_STREAM, FrameType.REQUEST_SUB) and \
                 not 1 <= n <= MAX_REQUEST_N:
             raise ValueError(f"initial request n must be in [1, {MAX_REQUEST_N}], got {n}")
+        # encoded once, on stream 0, to check its size before a stream id is taken; then put
+        # on its stream (the header's Stream ID has a fixed size)
         probe = self._request_bytes(frame_type, 0, payload, n)
         self._check_fits(probe)
         sid = self._allocate()
-        self._queue(self._request_bytes(frame_type, sid, payload, n))
+        self._queue(with_stream_id(probe, sid))
         if frame_type != FrameType.REQUEST_FNF:
             self._streams.add(_Stream(sid, frame_type, True, None), remote=False)
         return sid
@@ -919,8 +922,12 @@ class ReactiveSocketConnection:
         lease = self._lease
         if lease is None:
             return  # without the L flag a LEASE means nothing
-        lease.receive(_lease_from_frame(f), self._now)
-        events.append(LeaseReceived(f))  # type: ignore[arg-type]  # (this draft's LEASE)
+        received = _lease_from_frame(f)
+        lease.receive(received, self._now)
+        # the event in RSocket 1.0's form (ttl in ms), as RSocketProtocol reads it
+        events.append(LeaseReceived(core_frames.LeaseFrame(
+            ttl=received.ttl, number_of_requests=received.number_of_requests,
+            metadata=f.metadata)))
 
     def _on_request(self, f: Frame, events: list[Event]) -> None:
         assert isinstance(f, (RequestResponseFrame, RequestFnfFrame, RequestStreamFrame,

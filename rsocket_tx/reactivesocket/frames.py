@@ -97,6 +97,7 @@ __all__ = [
     "encode",
     "frame_with_length",
     "sniff",
+    "with_stream_id",
 ]
 
 #: The draft's protocol version (the Version byte).
@@ -338,6 +339,12 @@ class ExtFrame(Frame):
 
 # --------------------------------------------------------------------------- encoding
 
+#: the frames with optional metadata (all but METADATA_PUSH, whose metadata is required, and EXT)
+_WITH_METADATA = (SetupFrame, SetupErrorFrame, LeaseFrame, RequestResponseFrame, RequestFnfFrame,
+                  RequestStreamFrame, RequestSubFrame, RequestNFrame, CancelFrame, ResponseFrame,
+                  ErrorFrame)
+
+
 def _check_u(name: str, value: int, bits: int) -> None:
     if not isinstance(value, int) or not 0 <= value < (1 << bits):
         raise ValueError(f"{name} must be in [0, 2^{bits}-1], got {value!r}")
@@ -377,8 +384,8 @@ def encode(frame: Frame) -> bytes:
     if isinstance(frame, MetadataPushFrame):
         metadata, metadata_type = frame.metadata, frame.metadata_type
     else:
-        metadata = frame.metadata  # type: ignore[attr-defined]
-        metadata_type = frame.metadata_type  # type: ignore[attr-defined]
+        assert isinstance(frame, _WITH_METADATA), f"not a frame of this module: {frame!r}"
+        metadata, metadata_type = frame.metadata, frame.metadata_type
     if isinstance(frame, SetupFrame):
         for name, mime in (("metadata_mime_type", frame.metadata_mime_type),
                            ("data_mime_type", frame.data_mime_type)):
@@ -416,6 +423,20 @@ def encode(frame: Frame) -> bytes:
     out = b"".join((_HEADER.pack(VERSION, flags, frame.frame_type, frame.stream_id), fixed,
                     _metadata_block(metadata, metadata_type), data))
     return _checked_length(out)
+
+
+def with_stream_id(frame_bytes: bytes, stream_id: int) -> bytes:
+    """``frame_bytes`` (an encoded frame, without the length word) with its Stream ID
+    replaced: the same frame on another stream, without encoding it again.
+
+    :param frame_bytes: a frame as :func:`encode` returns it.
+    :param stream_id: the new Stream ID, in [0, 2^64-1].
+    :raises ValueError: ``stream_id`` out of range, or ``frame_bytes`` shorter than a header.
+    """
+    _check_u("stream_id", stream_id, 64)
+    if len(frame_bytes) < HEADER_SIZE:
+        raise ValueError(f"a frame is at least {HEADER_SIZE} bytes, got {len(frame_bytes)}")
+    return frame_bytes[:4] + _U64.pack(stream_id) + frame_bytes[12:]
 
 
 def _checked_length(out: bytes) -> bytes:

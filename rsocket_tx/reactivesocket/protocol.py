@@ -89,6 +89,7 @@ class ReactiveSocketProtocol(RSocketProtocol):
     :ivar rsocket: the requester handle, a :class:`ReactiveSocket`.
     """
 
+    # (duck-typed: not a subclass of RSocketConnection, and driven as one)
     connection_class = ReactiveSocketConnection  # type: ignore[assignment]
     #: (log wording: ``"ReactiveSocket server connection opened"``; the draft has no
     #: CONNECTION_CLOSE: a peer ends a connection by closing its transport)
@@ -96,7 +97,7 @@ class ReactiveSocketProtocol(RSocketProtocol):
     clean_close = "the peer closed the connection"
     peer_protocol = "rs2015"  # (its name among the one-port server's protocols)
 
-    @property  # type: ignore[override]
+    @property
     def rsocket(self) -> ReactiveSocket:
         """The connection's requester handle, a :class:`ReactiveSocket` (the same object for
         as long as anyone holds it; referred to weakly here)."""
@@ -141,7 +142,7 @@ class ReactiveSocketServerFactory(RSocketServerFactory):
     :raises ValueError: a setting out of range, or ``resume``.
     """
 
-    protocol = ReactiveSocketProtocol  # type: ignore[assignment]
+    protocol = ReactiveSocketProtocol
     #: the WebSocket subprotocol of what this factory serves
     websocket_subprotocol = WEBSOCKET_SUBPROTOCOL
     #: what the log calls the server (connections past ``max_connections``: the same cap as
@@ -161,7 +162,7 @@ class ReactiveSocketClientFactory(RSocketClientFactory):
     :raises ValueError: a setting out of range, or a SETUP with a resume token.
     """
 
-    protocol = ReactiveSocketProtocol  # type: ignore[assignment]
+    protocol = ReactiveSocketProtocol
 
     def __init__(self, setup, responder=None, **kwargs) -> None:
         if setup.resume_token is not None:

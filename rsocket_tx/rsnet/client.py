@@ -18,7 +18,7 @@ connection is symmetric, so the client may publish too (the server subscribes to
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Protocol, cast
 
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory
@@ -29,6 +29,13 @@ from .connection import Role
 from .endpoints import client_endpoint
 from .protocol import RSNetProtocol
 from .publishers import Publisher, as_publisher
+
+
+class _Abortable(Protocol):
+    """A stream transport that can be dropped at once: TCP's, TLS's, a WebSocket byte
+    stream's (``ITransport`` itself has only ``loseConnection``)."""
+
+    def abortConnection(self) -> None: ...  # noqa: N802 - Twisted's name
 
 __all__ = ["RSNetClientFactory", "connect"]
 
@@ -102,7 +109,7 @@ def connect(reactor: Any, endpoint: Any, publishers: Publisher | Any = None,
         connecting.cancel()
         protocol = factory.protocol_built
         if protocol is not None and protocol.transport is not None:
-            protocol.transport.abortConnection()
+            cast(_Abortable, protocol.transport).abortConnection()
         for waiting in hello:
             waiting.cancel()
 

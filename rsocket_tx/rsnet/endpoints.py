@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from twisted.internet.interfaces import IStreamServerEndpoint
-from zope.interface import implementer  # type: ignore[import-untyped]
+from zope.interface import implementer
 
 from ..transports import endpoints
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.protocol import Factory
-from zope.interface import implementer  # type: ignore[import-untyped]
+from zope.interface import implementer
 
 from ..interfaces import IConnectionObserver
 from ..transports.limits import ConnectionLimit, RefusedConnection

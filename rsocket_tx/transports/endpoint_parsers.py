@@ -31,11 +31,15 @@ for the parsers and for the ``tls://``, ``ws://`` and ``wss://`` URIs of
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.interfaces import (
+    IStreamClientEndpoint,
     IStreamClientEndpointStringParserWithReactor,
+    IStreamServerEndpoint,
     IStreamServerEndpointStringParser,
 )
 from twisted.plugin import IPlugin
@@ -75,7 +79,7 @@ TLS_CLIENT_KEYS = {
 }
 
 
-def parse_port(value, where: str, *, allow_zero: bool) -> int:
+def parse_port(value: str | int, where: str, *, allow_zero: bool) -> int:
     """``value`` (str or int) as a TCP port; :class:`ValueError` naming ``where`` if not."""
     try:
         port = int(value)
@@ -86,14 +90,14 @@ def parse_port(value, where: str, *, allow_zero: bool) -> int:
     return port
 
 
-def _int(value, name: str, where: str) -> int:
+def _int(value: Any, name: str, where: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
         raise ValueError(f"{where}: {name} must be an integer, got {value!r}") from None
 
 
-def _float(value, name: str, where: str) -> float:
+def _float(value: Any, name: str, where: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -114,7 +118,8 @@ def check_static(directory: str | None, where: str) -> str | None:
     return directory
 
 
-def _tls_kwargs(params: dict, keys: dict, where: str) -> dict:
+def _tls_kwargs(params: dict[str, Any], keys: Mapping[str, str],
+                where: str) -> dict[str, Any]:
     out = {}
     for key, arg in keys.items():
         if key in params:
@@ -122,15 +127,15 @@ def _tls_kwargs(params: dict, keys: dict, where: str) -> dict:
     return out
 
 
-def _reject_unknown(params: dict, known, where: str) -> None:
+def _reject_unknown(params: dict[str, Any], known: Iterable[str], where: str) -> None:
     if params:
         unknown = ", ".join(sorted(params))
         raise ValueError(f"{where}: unknown parameter(s) {unknown} (known: "
                          f"{', '.join(sorted(known))})")
 
 
-def tls_server(reactor, port: int, tls_params: dict, *, interface: str = "",
-               backlog: int = DEFAULT_BACKLOG, where: str = "mtls"):
+def tls_server(reactor: Any, port: int, tls_params: dict[str, Any], *, interface: str = "",
+               backlog: int = DEFAULT_BACKLOG, where: str = "mtls") -> IStreamServerEndpoint:
     """A TLS server endpoint from string parameters (``privateKey`` required)."""
     if "private_key" not in tls_params:
         raise ValueError(f"{where}: privateKey=FILE is required (the server's PEM key, maybe "
@@ -142,9 +147,9 @@ def tls_server(reactor, port: int, tls_params: dict, *, interface: str = "",
         raise ValueError(f"{where}: {e}") from None
 
 
-def ws_server(reactor, port: int, *, interface: str = "", backlog: int = DEFAULT_BACKLOG,
-              path: str = "/",
-              static: str | None = None, tls_params: dict | None = None, where: str = "ws"):
+def ws_server(reactor: Any, port: int, *, interface: str = "", backlog: int = DEFAULT_BACKLOG,
+              path: str = "/", static: str | None = None, tls_params: dict[str, Any] | None = None,
+              where: str = "ws") -> IStreamServerEndpoint:
     """A WebSocket server endpoint
     (:class:`~rsocket_tx.transports.websocket.WebSocketServerEndpoint`) on TCP, or on TLS when
     ``tls_params`` is given (wss)."""
@@ -160,9 +165,9 @@ def ws_server(reactor, port: int, *, interface: str = "", backlog: int = DEFAULT
     return WebSocketServerEndpoint(reactor, inner, path, static=static)
 
 
-def ws_client(reactor, host: str, port: int, *, path: str = "/", secure: bool = False,
-              tls_params: dict | None = None, timeout: float = 30,
-              bind_address: str | None = None, where: str = "ws"):
+def ws_client(reactor: Any, host: str, port: int, *, path: str = "/", secure: bool = False,
+              tls_params: dict[str, Any] | None = None, timeout: float = 30,
+              bind_address: str | None = None, where: str = "ws") -> IStreamClientEndpoint:
     """A WebSocket client endpoint
     (:class:`~rsocket_tx.transports.websocket.WebSocketClientEndpoint`) to
     ``ws://host:port/path``, or ``wss://…`` (``secure``) verifying the server's certificate."""
@@ -188,8 +193,9 @@ def ws_client(reactor, host: str, port: int, *, path: str = "/", secure: bool = 
 # -- string parsers ------------------------------------------------------------------------------
 
 
-def _server_common(prefix: str, args: tuple, kwargs: dict) -> tuple[dict, int, str, int]:
-    params = dict(kwargs)
+def _server_common(prefix: str, args: tuple[object, ...],
+                   kwargs: dict[str, object]) -> tuple[dict[str, Any], int, str, int]:
+    params: dict[str, Any] = dict(kwargs)
     if len(args) > 1:
         raise ValueError(f"{prefix}: too many positional parameters {list(args)!r} (write "
                          f"{prefix}:PORT:name=value...)")
@@ -212,7 +218,8 @@ class MutualTLSServerParser:
 
     prefix = "mtls"
 
-    def parseStreamServer(self, reactor, *args, **kwargs):
+    def parseStreamServer(self, reactor: Any, *args: object,  # noqa: N802 - Twisted's name
+                          **kwargs: object) -> IStreamServerEndpoint:
         params, port, interface, backlog = _server_common(self.prefix, args, kwargs)
         tls_params = _tls_kwargs(params, TLS_SERVER_KEYS, self.prefix)
         _reject_unknown(params, ["port", "interface", "backlog", *TLS_SERVER_KEYS], self.prefix)
@@ -230,7 +237,8 @@ class WebSocketServerParser:
     prefix = "ws"
     secure = False
 
-    def parseStreamServer(self, reactor, *args, **kwargs):
+    def parseStreamServer(self, reactor: Any, *args: object,  # noqa: N802 - Twisted's name
+                          **kwargs: object) -> IStreamServerEndpoint:
         params, port, interface, backlog = _server_common(self.prefix, args, kwargs)
         path = params.pop("path", "/")
         static = params.pop("static", None)
@@ -252,9 +260,10 @@ class SecureWebSocketServerParser(WebSocketServerParser):
     secure = True
 
 
-def _client_common(prefix: str, args: tuple, kwargs: dict) -> tuple[dict, str, int]:
+def _client_common(prefix: str, args: tuple[object, ...],
+                   kwargs: dict[str, object]) -> tuple[dict[str, Any], str, int]:
     """The host and port of a client string (positional or named) and the other params."""
-    params = dict(kwargs)
+    params: dict[str, Any] = dict(kwargs)
     if len(args) > 2:
         raise ValueError(f"{prefix}: too many positional parameters {list(args)!r}")
     for name, value in zip(("host", "port"), args):
@@ -287,7 +296,8 @@ class TLSClientParser:
 
     prefix = "tls"
 
-    def parseStreamClient(self, reactor, *args, **kwargs):
+    def parseStreamClient(self, reactor: Any, *args: object,  # noqa: N802 - Twisted's name
+                          **kwargs: object) -> IStreamClientEndpoint:
         p = self.prefix
         params, host, port = _client_common(p, args, kwargs)
         timeout = _float(params.pop("timeout", 30), "timeout", p)
@@ -350,7 +360,8 @@ class WebSocketClientParser:
     prefix = "ws"
     secure = False
 
-    def parseStreamClient(self, reactor, *args, **kwargs):
+    def parseStreamClient(self, reactor: Any, *args: object,  # noqa: N802 - Twisted's name
+                          **kwargs: object) -> IStreamClientEndpoint:
         p = self.prefix
         params, host, port = _client_common(p, args, kwargs)
         path = params.pop("path", "/")

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from twisted.internet.endpoints import (
@@ -41,6 +42,7 @@ from twisted.internet.endpoints import (
     serverFromString,
 )
 from twisted.internet.interfaces import IStreamClientEndpoint, IStreamServerEndpoint
+from zope.interface.interface import InterfaceClass
 
 from .limits import DEFAULT_BACKLOG, with_backlog
 
@@ -57,6 +59,9 @@ __all__ = [
 DEFAULT_PORT = 7878
 
 _URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+_N = TypeVar("_N", int, float)
+_E = TypeVar("_E")
 
 ClientBuilder = Callable[[object, SplitResult], IStreamClientEndpoint]
 ServerBuilder = Callable[[object, SplitResult], IStreamServerEndpoint]
@@ -101,7 +106,7 @@ def is_uri(spec: str) -> bool:
     return _URI_RE.match(spec) is not None
 
 
-def _default_reactor(reactor):
+def _default_reactor(reactor: Any) -> Any:
     if reactor is None:
         from twisted.internet import reactor as global_reactor
 
@@ -109,7 +114,8 @@ def _default_reactor(reactor):
     return reactor
 
 
-def client_endpoint(reactor, spec) -> IStreamClientEndpoint:
+def client_endpoint(reactor: Any, spec: str | bytes | IStreamClientEndpoint
+                    ) -> IStreamClientEndpoint:
     """Turn ``spec`` into an endpoint to connect to.
 
     :param reactor: the reactor the endpoint uses (``None``: the global reactor).
@@ -129,10 +135,13 @@ def client_endpoint(reactor, spec) -> IStreamClientEndpoint:
         be read.
     :raises TypeError: if ``spec`` is neither a string nor a client endpoint.
     """
-    return _endpoint(reactor, spec, "client", IStreamClientEndpoint, clientFromString, "connect")
+    endpoint: IStreamClientEndpoint = _endpoint(reactor, spec, "client", IStreamClientEndpoint,
+                                                clientFromString, "connect")
+    return endpoint
 
 
-def server_endpoint(reactor, spec) -> IStreamServerEndpoint:
+def server_endpoint(reactor: Any, spec: str | bytes | IStreamServerEndpoint
+                    ) -> IStreamServerEndpoint:
     """Turn ``spec`` into an endpoint to listen on.
 
     :param reactor: the reactor the endpoint uses (``None``: the global reactor).
@@ -150,10 +159,13 @@ def server_endpoint(reactor, spec) -> IStreamServerEndpoint:
         scheme, missing or invalid port, unexpected URI parts, a TLS file that cannot be read.
     :raises TypeError: if ``spec`` is neither a string nor a server endpoint.
     """
-    return _endpoint(reactor, spec, "server", IStreamServerEndpoint, serverFromString, "listen")
+    endpoint: IStreamServerEndpoint = _endpoint(reactor, spec, "server", IStreamServerEndpoint,
+                                                serverFromString, "listen")
+    return endpoint
 
 
-def _endpoint(reactor, spec, side: str, interface, from_string, verb: str):
+def _endpoint(reactor: Any, spec: object, side: str, interface: InterfaceClass,
+              from_string: Callable[[Any, str], Any], verb: str) -> Any:
     """The shared body of :func:`client_endpoint` and :func:`server_endpoint`."""
     if interface.providedBy(spec):
         return spec
@@ -175,7 +187,7 @@ def _endpoint(reactor, spec, side: str, interface, from_string, verb: str):
         raise ValueError(f"invalid {side} endpoint {spec!r}: {_describe(e)}") from e
 
 
-def _client_from_string(reactor, spec: str) -> IStreamClientEndpoint:
+def _client_from_string(reactor: Any, spec: str) -> IStreamClientEndpoint:
     """:func:`~twisted.internet.endpoints.clientFromString`, except for TLS: every TLS client
     verifies the server's host name (:class:`~rsocket_tx.transports.tls.HostnameVerifyingOptions`),
     so ``tls:`` strings are parsed by rsocket_tx and ``ssl:`` ones (which never check the
@@ -189,10 +201,11 @@ def _client_from_string(reactor, spec: str) -> IStreamClientEndpoint:
                          "tls:host=HOST:port=PORT[:trustRoots=CA] or tls://HOST:PORT[?trustRoots=CA]")
     if prefix == "tls":
         return ep.TLSClientParser().parseStreamClient(reactor, *args[1:], **kwargs)
-    return clientFromString(reactor, spec)
+    endpoint: IStreamClientEndpoint = clientFromString(reactor, spec)
+    return endpoint
 
 
-def _check_string(spec, side: str) -> str:
+def _check_string(spec: object, side: str) -> str:
     if isinstance(spec, bytes):
         spec = spec.decode("utf-8")
     if not isinstance(spec, str):
@@ -257,7 +270,7 @@ def _reject_extras(parts: SplitResult) -> None:
         raise ValueError(f"unexpected user information in {uri!r}")
 
 
-def _tcp_client(reactor, parts: SplitResult) -> IStreamClientEndpoint:
+def _tcp_client(reactor: Any, parts: SplitResult) -> IStreamClientEndpoint:
     _reject_extras(parts)
     port = _uri_port(parts, allow_zero=False)
     host = parts.hostname
@@ -266,7 +279,7 @@ def _tcp_client(reactor, parts: SplitResult) -> IStreamClientEndpoint:
     return HostnameEndpoint(reactor, host, port)
 
 
-def _tcp_server(reactor, parts: SplitResult) -> IStreamServerEndpoint:
+def _tcp_server(reactor: Any, parts: SplitResult) -> IStreamServerEndpoint:
     params = _query(parts, ["backlog"])  # (and no fragment, no user information)
     _no_path(parts)
     backlog = _backlog(params, parts.geturl())
@@ -287,7 +300,7 @@ register_uri_scheme("tcp", client=_tcp_client, server=_tcp_server)
 # -- tls://, ws://, wss:// ---------------------------------------------------------------------
 
 
-def _query(parts: SplitResult, known) -> dict[str, str]:
+def _query(parts: SplitResult, known: Sequence[str]) -> dict[str, str]:
     """The query parameters of a URI, each at most once and all in ``known``."""
     uri = parts.geturl()
     if parts.fragment:
@@ -321,11 +334,12 @@ def _client_host(parts: SplitResult) -> str:
     return host
 
 
-def _tls_args(params: dict, keys: dict) -> dict:
+def _tls_args(params: dict[str, str], keys: Mapping[str, str]) -> dict[str, str]:
     return {arg: params.pop(key) for key, arg in keys.items() if key in params}
 
 
-def _number(params: dict, uri: str, key: str, default: str, kind, what: str):
+def _number(params: dict[str, str], uri: str, key: str, default: str,
+            kind: Callable[[str], _N], what: str) -> _N:
     value = params.pop(key, default)
     try:
         return kind(value)
@@ -333,22 +347,22 @@ def _number(params: dict, uri: str, key: str, default: str, kind, what: str):
         raise ValueError(f"{key} must be {what} in {uri!r}") from None
 
 
-def _timeout(params: dict, uri: str) -> float:
+def _timeout(params: dict[str, str], uri: str) -> float:
     return _number(params, uri, "timeout", "30", float, "a number of seconds")
 
 
-def _backlog(params: dict, uri: str) -> int:
+def _backlog(params: dict[str, str], uri: str) -> int:
     return _number(params, uri, "backlog", str(DEFAULT_BACKLOG), int, "an integer")
 
 
-def _in_uri(uri: str, build):
+def _in_uri(uri: str, build: Callable[[], _E]) -> _E:
     try:
         return build()
     except ValueError as e:
         raise ValueError(f"{e} (in {uri!r})") from None
 
 
-def _tls_client(reactor, parts: SplitResult) -> IStreamClientEndpoint:
+def _tls_client(reactor: Any, parts: SplitResult) -> IStreamClientEndpoint:
     from . import endpoint_parsers as ep
     from .tls import tls_client_endpoint
 
@@ -362,7 +376,7 @@ def _tls_client(reactor, parts: SplitResult) -> IStreamClientEndpoint:
         reactor, host, port, timeout=timeout, **_tls_args(params, ep.TLS_CLIENT_KEYS)))
 
 
-def _tls_server(reactor, parts: SplitResult) -> IStreamServerEndpoint:
+def _tls_server(reactor: Any, parts: SplitResult) -> IStreamServerEndpoint:
     from . import endpoint_parsers as ep
 
     uri = parts.geturl()
@@ -375,8 +389,8 @@ def _tls_server(reactor, parts: SplitResult) -> IStreamServerEndpoint:
         backlog=backlog, where="tls://"))
 
 
-def _ws_client(secure: bool):
-    def build(reactor, parts: SplitResult) -> IStreamClientEndpoint:
+def _ws_client(secure: bool) -> ClientBuilder:
+    def build(reactor: Any, parts: SplitResult) -> IStreamClientEndpoint:
         from . import endpoint_parsers as ep
 
         uri = parts.geturl()
@@ -402,8 +416,8 @@ def _has_port(parts: SplitResult) -> bool:
         return True  # invalid: reported by _uri_port
 
 
-def _ws_server(secure: bool):
-    def build(reactor, parts: SplitResult) -> IStreamServerEndpoint:
+def _ws_server(secure: bool) -> ServerBuilder:
+    def build(reactor: Any, parts: SplitResult) -> IStreamServerEndpoint:
         from . import endpoint_parsers as ep
 
         uri = parts.geturl()

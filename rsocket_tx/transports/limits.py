@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
@@ -254,7 +254,7 @@ class _CountedConnection(ProtocolWrapper):
     def connectionLost(self, reason: Any = None) -> None:  # noqa: N802 - Twisted's name
         limit, self.connection_limit = self.connection_limit, None
         try:
-            super().connectionLost(reason)
+            super().connectionLost(reason)  # type: ignore[no-untyped-call]  # (Twisted)
         finally:
             if limit is not None:
                 limit.release()
@@ -271,7 +271,13 @@ def counted_transport(transport: Any) -> Any:
     return transport
 
 
-class CountingFactory(WrappingFactory):
+if TYPE_CHECKING:
+    _CountingBase = WrappingFactory[_CountedConnection]
+else:  # WrappingFactory is generic from Twisted 24 on; setup.cfg accepts Twisted 23.10
+    _CountingBase = WrappingFactory
+
+
+class CountingFactory(_CountingBase):
     """Counts the connections of ``wrapped`` (any server factory, e.g. a twisted.web ``Site``)
     in ``limit`` from the moment they are accepted to the moment their transport is lost,
     whatever the protocol does with its transport in between (a WebSocket upgrade hands it to
@@ -287,7 +293,7 @@ class CountingFactory(WrappingFactory):
     noisy = False
 
     def __init__(self, wrapped: Any, limit: ConnectionLimit) -> None:
-        super().__init__(wrapped)
+        super().__init__(wrapped)  # type: ignore[no-untyped-call]  # (Twisted: unannotated)
         self.limit = limit
 
     def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 - Twisted's name

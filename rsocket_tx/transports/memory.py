@@ -89,7 +89,8 @@ def _mallinfo2() -> Callable[[], _MallInfo2] | None:
         return None
     fn.argtypes = []
     fn.restype = _MallInfo2
-    return fn
+    mallinfo2: Callable[[], _MallInfo2] = fn  # (its restype: it returns a _MallInfo2)
+    return mallinfo2
 
 
 _MALLINFO2 = _mallinfo2()

@@ -71,6 +71,8 @@ from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import (
     IHalfCloseableProtocol,
     IHandshakeListener,
+    IProtocol,
+    IProtocolFactory,
     IStreamClientEndpoint,
     ITransport,
 )
@@ -86,6 +88,7 @@ from ..mux.sniff import Sniff, Sniffer
 from ..reactivesocket import frames as rs2015_frames
 from ..reactivesocket.protocol import WEBSOCKET_SUBPROTOCOL as RS2015_WEBSOCKET_SUBPROTOCOL
 from ..rsnet import codec as rsnet_codec
+from ..yamux import codec as yamux_codec
 from .limits import DEFAULT_MAX_CONNECTIONS, ConnectionLimit, RefusedConnection, build_uncounted
 from .peers import guess_client
 from .websocket import (
@@ -252,6 +255,9 @@ register_protocol(ProtocolDescription(
     "rs2015", rs2015_frames.sniff, RS2015_WEBSOCKET_SUBPROTOCOL,
     WebSocketFraming.MESSAGES, tap="rsocket_tx.reactivesocket.tap",
     websocket_message_size=_max_frame_size))
+register_protocol(ProtocolDescription(
+    "yamux", yamux_codec.sniff, yamux_codec.WEBSOCKET_SUBPROTOCOL,
+    WebSocketFraming.BYTES, tap="rsocket_tx.yamux.tap"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +275,7 @@ class ServedProtocol:
     """
 
     description: ProtocolDescription
-    factory: object
+    factory: IProtocolFactory
     max_message_size: int | None = None
 
 
@@ -363,7 +369,7 @@ class SniffingProtocol(Protocol):
         self.factory = factory
         self.addr = addr
         self.inside_tls = inside_tls
-        self.chosen = None
+        self.chosen: IProtocol | None = None
         self.buffer = b""
         self.candidates = factory.candidates(tls=not inside_tls)
         self.timer = None
@@ -416,7 +422,7 @@ class SniffingProtocol(Protocol):
             protocol = factory.websocket_factory.buildProtocol(self.addr)
         self.hand_over(protocol)
 
-    def hand_over(self, protocol) -> None:
+    def hand_over(self, protocol: IProtocol) -> None:
         """Make ``protocol`` the connection's protocol: same transport, then the bytes
         buffered."""
         self.stop_timer()
@@ -425,7 +431,7 @@ class SniffingProtocol(Protocol):
         if IHalfCloseableProtocol.providedBy(protocol):
             alsoProvides(self, IHalfCloseableProtocol)
         prefix, self.buffer, self.candidates = self.buffer, b"", []
-        protocol.makeConnection(self.transport)
+        protocol.makeConnection(self._made_transport())
         if self.handshake_done and IHandshakeListener.providedBy(protocol):
             protocol.handshakeCompleted()
         if prefix and self.chosen is protocol:
@@ -444,7 +450,12 @@ class SniffingProtocol(Protocol):
                  "(first bytes: {shown}{more})", tls="TLS " if self.inside_tls else "",
                  peer=_peer(self.transport), why=why, shown=shown or "none", more=more)
         self.buffer = b""
-        self.transport.loseConnection()
+        self._made_transport().loseConnection()
+
+    def _made_transport(self) -> ITransport:
+        transport = self.transport
+        assert transport is not None, "the sniffer's connection is not made"
+        return transport
 
     def timed_out(self) -> None:
         self.timer = None
@@ -458,10 +469,15 @@ class SniffingProtocol(Protocol):
             timer.cancel()
 
     def readConnectionLost(self) -> None:  # IHalfCloseableProtocol, once handed over
-        self.chosen.readConnectionLost()
+        self._half_closeable().readConnectionLost()
 
     def writeConnectionLost(self) -> None:
-        self.chosen.writeConnectionLost()
+        self._half_closeable().writeConnectionLost()
+
+    def _half_closeable(self) -> IHalfCloseableProtocol:
+        """The chosen protocol, which provides ``IHalfCloseableProtocol`` when this sniffer
+        does (:meth:`hand_over`)."""
+        return IHalfCloseableProtocol(self.chosen)
 
     def handshakeCompleted(self) -> None:  # IHandshakeListener: the TLS handshake under us
         self.handshake_done = True
@@ -513,8 +529,10 @@ _CLOSED = WebSocketProtocol.STATE_CLOSED
 @implementer(ITransport)
 class WebSocketByteStream:
     """The byte-stream transport a protocol of :attr:`WebSocketFraming.BYTES` sees over a
-    WebSocket: what it writes goes out as binary messages (one per write), what arrives in
-    binary messages is its ``dataReceived``.
+    WebSocket: what it writes goes out as binary messages (one per write, split into messages
+    of at most :data:`DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE` bytes, or of this side's own
+    message limit when smaller: the boundaries mean nothing, and a peer with the default
+    limit accepts every message), what arrives in binary messages is its ``dataReceived``.
 
     :param websocket: the autobahn WebSocket protocol (open).
     :param protocol: the byte-stream protocol carried.
@@ -524,10 +542,20 @@ class WebSocketByteStream:
         self.websocket = websocket
         self.protocol = protocol
         self.disconnecting = False
+        own = getattr(websocket, "maxMessagePayloadSize", 0) or DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE
+        #: the largest message written, bytes
+        self.max_write_size = min(own, DEFAULT_MAX_WEBSOCKET_MESSAGE_SIZE)
 
     def write(self, data: bytes) -> None:
-        if data and self.websocket.state == _OPEN:
+        if not data or self.websocket.state != _OPEN:
+            return
+        size = self.max_write_size
+        if len(data) <= size:
             self.websocket.sendMessage(bytes(data), isBinary=True)
+            return
+        view = memoryview(data)
+        for start in range(0, len(data), size):
+            self.websocket.sendMessage(bytes(view[start:start + size]), isBinary=True)
 
     def writeSequence(self, data) -> None:
         self.write(b"".join(data))
@@ -569,6 +597,13 @@ class WebSocketByteStream:
         if payload:
             self.protocol.dataReceived(payload)
         return True
+
+
+def _open_transport(websocket: Protocol) -> ITransport:
+    """The transport under an open ``websocket``."""
+    transport = websocket.transport
+    assert transport is not None, "the WebSocket is open"
+    return transport
 
 
 def _refuse_text(websocket) -> None:
@@ -621,10 +656,11 @@ class OnePortWebSocketProtocol(RSocketWebSocketServerProtocol):
 
     def onOpen(self) -> None:
         served = self.served
+        assert served is not None, "onConnect chose the protocol served"
         if served.description.websocket_framing is WebSocketFraming.MESSAGES:
             super().onOpen()
             return
-        protocol = build_uncounted(served.factory, self.transport.getPeer())  # (counted)
+        protocol = build_uncounted(served.factory, _open_transport(self).getPeer())  # (counted)
         if protocol is None:
             self.sendClose(code=CLOSE_NORMAL)
             return
@@ -686,7 +722,7 @@ class OnePortFactory(Factory):
         counting every connection of this server (see the module docstring).
     """
 
-    def __init__(self, protocols: Mapping[str, object] | Iterable[ServedProtocol], *,
+    def __init__(self, protocols: Mapping[str, IProtocolFactory] | Iterable[ServedProtocol], *,
                  reactor=None, tls=None, websocket: bool = True,
                  config: OnePortConfig | None = None,
                  connection_limit: ConnectionLimit | None = None) -> None:
@@ -780,7 +816,7 @@ class OnePortFactory(Factory):
         """Close the connections whose protocol is not known yet (:attr:`sniffing`)."""
         for sniffer in list(self.sniffing):
             sniffer.stop_timer()
-            sniffer.transport.loseConnection()
+            sniffer._made_transport().loseConnection()
         self.sniffing.clear()
 
     def close_connections(self) -> Deferred:
@@ -791,12 +827,16 @@ class OnePortFactory(Factory):
         :returns: a Deferred firing once they are all closed.
         """
         self.close_unrecognised()
-        closing = [maybeDeferred(s.factory.close_connections) for s in self.served
-                   if callable(getattr(s.factory, "close_connections", None))]
+        closing = []
+        for s in self.served:
+            close = getattr(s.factory, "close_connections", None)
+            if callable(close):
+                closing.append(maybeDeferred(close))
         return DeferredList(closing, consumeErrors=True).addCallback(lambda _: None)
 
 
-def serve_one_port(endpoint, protocols: Mapping[str, object] | Iterable[ServedProtocol], *,
+def serve_one_port(endpoint, protocols: Mapping[str, IProtocolFactory] | Iterable[ServedProtocol],
+                   *,
                    reactor=None, tls=None, websocket: bool = True,
                    config: OnePortConfig | None = None,
                    connection_limit: ConnectionLimit | None = None) -> Deferred:
@@ -828,7 +868,7 @@ class _ByteStreamClientProtocol(WebSocketClientProtocol):
             self.dropConnection(abort=True)
 
     def onOpen(self) -> None:
-        protocol = self.factory.wrapped.buildProtocol(self.transport.getPeer())
+        protocol = self.factory.wrapped.buildProtocol(_open_transport(self).getPeer())
         self.stream = WebSocketByteStream(self, protocol)
         protocol.makeConnection(self.stream)
         opened = self.factory.opened

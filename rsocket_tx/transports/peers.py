@@ -62,6 +62,7 @@ _CLIENTS = {
     "jini-mux": ("a Jini ERI mux client", "twistd jini-mux"),
     "rsnet": ("a Reactive Streams network (RS-network) client", "twistd rsnet"),
     "rs2015": ("a 2015 ReactiveSocket draft client", "twistd rs2015"),
+    "yamux": ("a yamux client", "twistd yamux"),
 }
 
 #: the methods of an HTTP/1.1 request line (RFC 9110 §9), each followed by a space

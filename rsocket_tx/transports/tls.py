@@ -21,7 +21,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 from OpenSSL import SSL, crypto
@@ -48,6 +50,12 @@ from zope.interface import implementer
 
 from ..core.errors import ConnectionLostError
 from .limits import DEFAULT_BACKLOG
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import StrPath
+    from twisted.internet._sslverify import IOpenSSLTrustRoot  # (not in interfaces)
+    from twisted.protocols.tls import TLSMemoryBIOProtocol
+    from twisted.python.filepath import FilePath
 
 __all__ = [
     "TLSError",
@@ -88,14 +96,14 @@ class TLSVerificationError(TLSError):
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 
 
-def _read(path, what: str) -> bytes:
+def _read(path: StrPath, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as e:
         raise ValueError(f"cannot read the {what} file {str(path)!r}: {e.strerror or e}") from None
 
 
-def load_certificates(path) -> list[ssl.Certificate]:
+def load_certificates(path: StrPath) -> list[ssl.Certificate]:
     """Load CA certificates (PEM).
 
     :param path: a file holding one or more PEM certificates, or a directory whose ``*.pem``
@@ -119,7 +127,8 @@ def load_certificates(path) -> list[ssl.Certificate]:
     return certificates
 
 
-def load_private_certificate(private_key, certificate=None) -> ssl.PrivateCertificate:
+def load_private_certificate(private_key: StrPath,
+                             certificate: StrPath | None = None) -> ssl.PrivateCertificate:
     """Load a certificate and its private key (PEM).
 
     :param private_key: path of the PEM private key; it may also hold the certificate (and
@@ -144,21 +153,22 @@ def load_private_certificate(private_key, certificate=None) -> ssl.PrivateCertif
     except Exception as e:  # OpenSSL.crypto.Error: not a key
         raise ValueError(f"no usable PEM private key in {str(private_key)!r}: {e}") from None
     try:
-        private = ssl.PrivateCertificate.fromCertificateAndKeyPair(cert, key)
+        private: ssl.PrivateCertificate = ssl.PrivateCertificate.fromCertificateAndKeyPair(
+            cert, key)
     except Exception as e:
         raise ValueError(f"the private key {str(private_key)!r} does not belong to the "
                          f"certificate {str(cert_source)!r}: {e}") from None
     return private
 
 
-def _chain(private_key, certificate) -> list:
+def _chain(private_key: StrPath, certificate: StrPath | None) -> list[crypto.X509]:
     """Intermediate certificates following the leaf in the certificate file."""
     source = private_key if certificate is None else certificate
     pems = _PEM_CERT.findall(_read(source, "certificate"))[1:]
     return [ssl.Certificate.loadPEM(pem).original for pem in pems]
 
 
-def trust_root(path=None):
+def trust_root(path: StrPath | None = None) -> IOpenSSLTrustRoot:
     """The trust root a client verifies servers with.
 
     :param path: CA certificates (see :func:`load_certificates`); None: the platform's trust
@@ -167,15 +177,18 @@ def trust_root(path=None):
     :raises ValueError: as :func:`load_certificates`.
     """
     if path is None:
-        return ssl.platformTrust()
-    return ssl.trustRootFromCertificates(load_certificates(path))
+        platform: IOpenSSLTrustRoot = ssl.platformTrust()
+        return platform
+    given: IOpenSSLTrustRoot = ssl.trustRootFromCertificates(load_certificates(path))
+    return given
 
 
 # -- options -------------------------------------------------------------------------------------
 
 
-def server_options(private_key, certificate=None, *, ca_certs=None, extra_cert_chain=None,
-                   dh_parameters=None) -> ssl.CertificateOptions:
+def server_options(private_key: StrPath, certificate: StrPath | None = None, *,
+                   ca_certs: StrPath | None = None, extra_cert_chain: StrPath | None = None,
+                   dh_parameters: StrPath | None = None) -> ssl.CertificateOptions:
     """TLS settings of a server.
 
     :param private_key: path of the PEM private key (may also hold the certificate and its
@@ -195,26 +208,30 @@ def server_options(private_key, certificate=None, *, ca_certs=None, extra_cert_c
     chain = _chain(private_key, certificate)
     if extra_cert_chain is not None:
         chain += [c.original for c in load_certificates(extra_cert_chain)]
-    kw = {}
+    kw: dict[str, Any] = {}
     if ca_certs is not None:
         kw["trustRoot"] = ssl.trustRootFromCertificates(load_certificates(ca_certs))
     if dh_parameters is not None:
         _read(dh_parameters, "DH parameters")
         kw["dhParameters"] = ssl.DiffieHellmanParameters.fromFile(_filepath(dh_parameters))
-    # cryptography objects: pyOpenSSL deprecates passing its own X509 / PKey
+    # cryptography objects: pyOpenSSL deprecates passing its own X509 / PKey (Twisted takes
+    # both; its annotation of extraCertChain names pyOpenSSL's X509 only)
+    extra_chain = [c.to_cryptography() for c in chain] or None
     return ssl.CertificateOptions(privateKey=private.privateKey.original.to_cryptography_key(),
                                   certificate=private.original.to_cryptography(),
-                                  extraCertChain=[c.to_cryptography() for c in chain] or None,
+                                  extraCertChain=extra_chain,  # type: ignore[arg-type]
                                   **kw)
 
 
-def _filepath(path):
+def _filepath(path: StrPath) -> FilePath[str]:
     from twisted.python.filepath import FilePath
 
     return FilePath(str(path))
 
 
-def client_options(hostname: str, *, trust_roots=None, certificate=None, private_key=None):
+def client_options(hostname: str, *, trust_roots: StrPath | None = None,
+                   certificate: StrPath | None = None,
+                   private_key: StrPath | None = None) -> HostnameVerifyingOptions:
     """TLS settings of a client: verify the server's certificate and that it names
     ``hostname``.
 
@@ -228,9 +245,11 @@ def client_options(hostname: str, *, trust_roots=None, certificate=None, private
     :raises ValueError: a file cannot be read, a private key without a certificate, or
         ``hostname`` is empty.
     """
-    extra = {}
+    extra: dict[str, Any] = {}
     if certificate is not None or private_key is not None:
-        client_cert = load_private_certificate(private_key or certificate,
+        key_file = private_key or certificate
+        assert key_file is not None  # (one of the two is given)
+        client_cert = load_private_certificate(key_file,
                                                certificate if private_key else None)
         extra = {"privateKey": client_cert.privateKey.original.to_cryptography_key(),
                  "certificate": client_cert.original.to_cryptography()}
@@ -259,26 +278,28 @@ class HostnameVerifyingOptions:
     :raises ValueError: ``hostname`` is empty.
     """
 
-    def __init__(self, hostname: str, trust_root, extra: dict | None = None) -> None:
+    def __init__(self, hostname: str, trust_root: IOpenSSLTrustRoot,
+                 extra: dict[str, Any] | None = None) -> None:
         if not hostname:
             raise ValueError("a TLS client needs the host name (or IP address) the server's "
                              "certificate must name")
         self.hostname = hostname
-        self._options = ssl.optionsForClientTLS(hostname, trustRoot=trust_root,
-                                                extraCertificateOptions=extra or None)
+        self._options: IOpenSSLClientConnectionCreator = ssl.optionsForClientTLS(
+            hostname, trustRoot=trust_root, extraCertificateOptions=extra or None)
         try:
             self._ip: str | None = str(ipaddress.ip_address(hostname))
         except ValueError:
             self._ip = None
 
-    def clientConnectionForTLS(self, tlsProtocol):
+    def clientConnectionForTLS(self, tlsProtocol: TLSMemoryBIOProtocol) -> SSL.Connection:
         """Create the :class:`OpenSSL.SSL.Connection` for ``tlsProtocol`` (a
         :class:`twisted.protocols.tls.TLSMemoryBIOProtocol`), with our verify callback in
         place of Twisted's."""
         connection = self._options.clientConnectionForTLS(tlsProtocol)
         protocol = weakref.ref(tlsProtocol)
 
-        def verify(conn, cert, errno: int, depth: int, ok: int) -> bool:
+        def verify(conn: SSL.Connection, cert: crypto.X509, errno: int, depth: int,
+                   ok: int) -> bool:
             # An exception escaping an OpenSSL callback is lost or re-raised out of
             # context (and Twisted's callback logs it and accepts the certificate): every
             # one is a refusal here.
@@ -300,7 +321,7 @@ class HostnameVerifyingOptions:
         connection.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT, verify)
         return connection
 
-    def identity_error(self, certificate) -> TLSVerificationError | None:
+    def identity_error(self, certificate: x509.Certificate) -> TLSVerificationError | None:
         """Check that ``certificate`` names our host.
 
         :param certificate: a :class:`cryptography.x509.Certificate`.
@@ -342,9 +363,11 @@ class HostnameVerifyingOptions:
 # -- endpoints ---------------------------------------------------------------------------------
 
 
-def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca_certs=None,
-                        interface: str = "", backlog: int = DEFAULT_BACKLOG, extra_cert_chain=None,
-                        dh_parameters=None) -> IStreamServerEndpoint:
+def tls_server_endpoint(reactor: Any, port: int, *, private_key: StrPath,
+                        certificate: StrPath | None = None, ca_certs: StrPath | None = None,
+                        interface: str = "", backlog: int = DEFAULT_BACKLOG,
+                        extra_cert_chain: StrPath | None = None,
+                        dh_parameters: StrPath | None = None) -> IStreamServerEndpoint:
     """A TLS server endpoint over TCP (:func:`~twisted.internet.endpoints.wrapServerTLS`).
 
     :param port: TCP port (0: a free one).
@@ -359,8 +382,8 @@ def tls_server_endpoint(reactor, port: int, *, private_key, certificate=None, ca
     return wrapServerTLS(options, tcp_server_endpoint(reactor, port, interface, backlog))
 
 
-def tcp_server_endpoint(reactor, port: int, interface: str = "",
-                        backlog: int = DEFAULT_BACKLOG):
+def tcp_server_endpoint(reactor: Any, port: int, interface: str = "",
+                        backlog: int = DEFAULT_BACKLOG) -> IStreamServerEndpoint:
     """A TCP server endpoint: IPv6 when ``interface`` is an IPv6 address, else IPv4."""
     try:
         v6 = bool(interface) and ipaddress.ip_address(interface).version == 6
@@ -370,8 +393,9 @@ def tcp_server_endpoint(reactor, port: int, interface: str = "",
     return cls(reactor, port, backlog=backlog, interface=interface)
 
 
-def tls_client_endpoint(reactor, host: str, port: int, *, trust_roots=None, certificate=None,
-                        private_key=None, timeout: float = 30,
+def tls_client_endpoint(reactor: Any, host: str, port: int, *,
+                        trust_roots: StrPath | None = None, certificate: StrPath | None = None,
+                        private_key: StrPath | None = None, timeout: float = 30,
                         bind_address: str | None = None) -> IStreamClientEndpoint:
     """A TLS client endpoint (:func:`~twisted.internet.endpoints.wrapClientTLS` around a
     :class:`~twisted.internet.endpoints.HostnameEndpoint`), verifying the server's
@@ -406,7 +430,7 @@ _PEER_REJECTED = {
 }
 
 
-def _openssl_reasons(error) -> list[str]:
+def _openssl_reasons(error: BaseException) -> list[str]:
     reasons = []
     for item in getattr(error, "args", ())[:1]:
         if isinstance(item, list):
@@ -416,7 +440,8 @@ def _openssl_reasons(error) -> list[str]:
     return reasons or [str(error)]
 
 
-def _mismatch_error(error: VerificationError, default=()) -> TLSVerificationError:
+def _mismatch_error(error: VerificationError,
+                    default: Sequence[str] = ()) -> TLSVerificationError:
     """The sentence for ``service_identity``'s ``VerificationError`` (no name matched)."""
     names = []
     for mismatch in error.errors:
@@ -431,7 +456,7 @@ def _mismatch_error(error: VerificationError, default=()) -> TLSVerificationErro
         "lists", error)
 
 
-def tls_error(reason) -> TLSError | None:
+def tls_error(reason: BaseException | Failure | None) -> TLSError | None:
     """Describe a TLS failure in words.
 
     :param reason: a :class:`~twisted.python.failure.Failure` or exception from a connection

@@ -383,6 +383,8 @@ def test_lease_client_waits_for_the_first_lease():
     [event] = client.receive_data(wire(F.LeaseFrame(time=2_000_000_000, number_of_requests=1)),
                                   0.0)
     assert isinstance(event, LeaseReceived)
+    # in RSocket 1.0's form, as the Twisted layer reads every connection's events: ms, not ns
+    assert (event.lease.ttl, event.lease.number_of_requests) == (2_000, 1)
     assert client.lease_available() == 1
     client.request_response(Payload(b"ok"))
     with pytest.raises(E.LeaseError):

@@ -4,6 +4,7 @@ frame, need more, or a FrameDecodeError / FrameTooLargeError -- never another ex
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -99,3 +100,19 @@ def test_reader_is_total(chunks):
                     pass
     except (FrameDecodeError, FrameTooLargeError):
         pass
+
+
+@given(frames, sid)
+def test_with_stream_id_is_the_frame_encoded_on_that_stream(frame, stream_id):
+    encoded = F.encode(frame)
+    frame.stream_id = stream_id
+    assert F.with_stream_id(encoded, stream_id) == F.encode(frame)
+
+
+def test_with_stream_id_refuses_what_is_not_a_stream_id_or_a_frame():
+    encoded = F.encode(F.RequestFnfFrame(stream_id=0, data=b"x"))
+    for bad in (-1, F.MAX_U64 + 1):
+        with pytest.raises(ValueError, match="stream_id"):
+            F.with_stream_id(encoded, bad)
+    with pytest.raises(ValueError, match="at least 12 bytes"):
+        F.with_stream_id(encoded[:11], 1)

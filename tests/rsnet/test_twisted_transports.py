@@ -75,6 +75,21 @@ async def test_websocket_carries_the_byte_stream(loop):
 
 
 @aio
+async def test_websocket_carries_elements_larger_than_a_message(loop):
+    # a 1 MiB element (the default max_element_size) is more than one WebSocket message of
+    # the default limit (1 MiB) once framed: the byte stream is split across messages, both
+    # ways
+    element = bytes(range(256)) * 4096
+    port = await loop.serve({"max": lambda r: [element]}, endpoint="rsnet+ws://127.0.0.1:0/")
+    client = await loop.connect(port, {"max": lambda r: [element]},
+                                endpoint=f"rsnet+ws://127.0.0.1:{port.getHost().port}/")
+    assert await wait(client.subscribe("max").collect()) == [element]
+    (server_side,) = [p for p in port.factory.protocols if p.is_open]
+    assert await wait(server_side.subscribe("max").collect()) == [element]
+    await wait(client.goodbye("done"))
+
+
+@aio
 async def test_secure_websocket(loop, certs):
     port = await loop.serve(PUBLISHERS, endpoint=f"rsnet+wss://127.0.0.1:0/rsnet?privateKey="
                             f"{certs.server_key}&certKey={certs.server_cert}")

@@ -126,6 +126,22 @@ def publish(db: str, topic: str, records, shard: int = 0, shards: int | None = N
         log.close()
 
 
+def arrow_records(start: int, n: int, per: int) -> list[bytes]:
+    """Arrow IPC streams (one record each) of flights-like rows ``start .. start+n-1``,
+    ``per`` rows per record: columns ``id bigint, carrier string, dep_delay double``."""
+    import pyarrow as pa
+
+    from rsocket_tx.extensions.arrow import encode_record_batches
+    out = []
+    for a in range(start, start + n, per):
+        ids = range(a, min(start + n, a + per))
+        out.append(encode_record_batches(pa.RecordBatch.from_pydict({
+            "id": pa.array(ids, pa.int64()),
+            "carrier": [("UA", "AA", "B6", "DL", "EV")[i % 5] for i in ids],
+            "dep_delay": pa.array([(i % 40) - 5.5 for i in ids], pa.float64())})))
+    return out
+
+
 def flight(i: int, shard: int = 0) -> dict:
     """A flights-like JSON record number ``i``."""
     carriers = ("UA", "AA", "B6", "DL", "EV")
@@ -164,6 +180,21 @@ def _gap_responder_class():
             # one record per batch, so that the left-out record shows as a gap between batches
             return [Payload(encode_batch(off, [data]))
                     for off, data in self._records(request)]
+
+        @route("arrow.numbers", interaction="request_stream")
+        def arrow_numbers(self, request):
+            """A generic Arrow responder: request data ``{"n": rows, "per": rows per payload,
+            "as": "int64" or another type for the id column}`` -> Arrow IPC payloads of
+            ``id, name`` (rsocket_tx.extensions.arrow)."""
+            import pyarrow as pa
+
+            from rsocket_tx.extensions.arrow import arrow_payload
+            d = json.loads(request.payload.data)
+            n, per, kind = d["n"], d["per"], d.get("as", "int64")
+            return [arrow_payload(pa.RecordBatch.from_pydict({
+                "id": pa.array(range(a, min(n, a + per)), kind),
+                "name": [f"n{i}" for i in range(a, min(n, a + per))]}))
+                for a in range(0, n, per)]
 
         def _records(self, request):
             """The (offset, data) of the request's range, one left out if the topic says so."""

