@@ -44,10 +44,11 @@ handlers and API methods use the public state and methods: :attr:`~MuxProtocol.c
 :attr:`~MuxProtocol.reactor`, :attr:`~MuxProtocol.paused`, :attr:`~MuxProtocol.dispatching`,
 :attr:`~MuxProtocol.aborting`, :attr:`~MuxProtocol.transport_gone`,
 :attr:`~MuxProtocol.ended`, :attr:`~MuxProtocol.held`, :meth:`~MuxProtocol.handle_events`,
-:meth:`~MuxProtocol.handle_events_now`, :meth:`~MuxProtocol.flush`,
-:meth:`~MuxProtocol.flush_soon`, :meth:`~MuxProtocol.schedule_tick`,
+:meth:`~MuxProtocol.handle_read`, :meth:`~MuxProtocol.handle_events_now`,
+:meth:`~MuxProtocol.flush`, :meth:`~MuxProtocol.flush_soon`, :meth:`~MuxProtocol.schedule_tick`,
 :meth:`~MuxProtocol.stop_timers`, :meth:`~MuxProtocol.abort_later`,
-:meth:`~MuxProtocol.end_transport`, :meth:`~MuxProtocol.transport_attached`.
+:meth:`~MuxProtocol.end_transport`, :meth:`~MuxProtocol.transport_attached`,
+:attr:`~MuxProtocol.live_transport`.
 
 A minimal subclass::
 
@@ -70,8 +71,9 @@ A minimal subclass::
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
+from typing import Protocol as TypingProtocol
 
 from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
 from twisted.internet.defer import Deferred, succeed
@@ -91,7 +93,7 @@ from .interfaces import IFrameTransport
 from .transports.peers import guess_client
 from .transports.tls import TLSError, tls_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
     from .transports.limits import ConnectionLimit
 
 __all__ = ["ABORT_DELAY", "FIRST_BYTES_KEPT", "FIRST_BYTES_WATCHED", "ConnectionLogger",
@@ -145,7 +147,7 @@ def describe_peer(address) -> str:
     if isinstance(address, UNIXAddress):
         name = address.name
         if isinstance(name, bytes):
-            name = name.decode("utf-8", "replace")
+            return name.decode("utf-8", "replace") or "unix"
         return name or "unix"
     if address is None:
         return "-"
@@ -231,7 +233,9 @@ class DetachedFailure(Failure):
     """
 
     def throwExceptionIntoGenerator(self, g):  # noqa: N802 - Twisted's name
-        return g.throw(fresh_error(self.value))
+        error = self.value
+        assert error is not None  # (a Failure always has its exception)
+        return g.throw(fresh_error(error))
 
 
 def failure_for(error: BaseException) -> Failure:
@@ -242,6 +246,31 @@ def failure_for(error: BaseException) -> Failure:
     :returns: the Failure (``d.errback(failure_for(error))``).
     """
     return DetachedFailure(fresh_error(error))
+
+
+class MuxTransport(TypingProtocol):
+    """What the bridge calls on its transport (:attr:`MuxProtocol.live_transport`): a
+    byte stream's ``ITCPTransport`` and ``IConsumer`` (TCP, TLS, the WebSocket transports
+    too), and ``writeFrames`` on an :class:`~rsocket_tx.interfaces.IFrameTransport` (called
+    only when :attr:`MuxProtocol.message_transport`)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def writeSequence(self, data: Iterable[bytes]) -> None: ...  # noqa: N802 - Twisted's
+
+    def writeFrames(self, frames: list[bytes]) -> None: ...  # noqa: N802 - Twisted's
+
+    def loseConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def loseWriteConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def abortConnection(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def registerProducer(self, producer: Any, streaming: bool) -> None: ...  # noqa: N802
+
+    def unregisterProducer(self) -> None: ...  # noqa: N802 - Twisted's
+
+    def getPeer(self) -> Any: ...  # noqa: N802 - Twisted's
 
 
 def _peer_of(transport) -> str:
@@ -320,7 +349,8 @@ class MuxProtocol(Protocol):
         self.end_reason: str | None = None
         self.first_bytes = b""
         self._closed_logged = False
-        self.connection = None
+        # (duck-typed: each protocol's own sans-IO connection class)
+        self.connection: Any = None
         self.event_handlers: dict[type, Callable] = {}
         self.max_send_buffer_size = max_send_buffer_size
         self.message_transport = False
@@ -388,7 +418,7 @@ class MuxProtocol(Protocol):
         conn = self.connection
         if conn is not None and conn.is_open:
             self.handle_events_now(conn.connection_lost(message))
-        self.transport.abortConnection()
+        self.live_transport.abortConnection()
 
     def producing_resumed(self) -> None:
         """Hook: the transport drained its buffer (``resumeProducing``): outbound pumps may go
@@ -482,16 +512,13 @@ class MuxProtocol(Protocol):
             # the first reads go through _first_reads, an instance attribute removed once
             # they are in: the class's dataReceived stays the path of every later read
             self.dataReceived = self._first_reads  # type: ignore[method-assign]
-        self.transport.registerProducer(self, True)
+        self.live_transport.registerProducer(self, True)
         self.connection_started()
         self.flush()
         self.schedule_tick()
 
     def dataReceived(self, data: bytes) -> None:
-        events = self.connection.receive_data(data, self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.receive_data(data, self.reactor.seconds()))
 
     def _first_reads(self, data: bytes) -> None:
         """The reads of a byte stream until :data:`FIRST_BYTES_WATCHED` bytes are in: keep
@@ -508,10 +535,7 @@ class MuxProtocol(Protocol):
     def frameReceived(self, frame: bytes) -> None:
         """One whole frame (no length prefix) from an
         :class:`~rsocket_tx.interfaces.IFrameTransport`: one WebSocket binary message."""
-        events = self.connection.receive_frame(frame, self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.receive_frame(frame, self.reactor.seconds()))
 
     def framesReceived(self, frames: list[bytes]) -> None:
         """Several whole frames from an :class:`~rsocket_tx.interfaces.IFrameTransport` (the
@@ -522,9 +546,7 @@ class MuxProtocol(Protocol):
         events = []
         for frame in frames:
             events += receive(frame, now)
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(events)
 
     def connectionLost(self, reason: Failure | None = None) -> None:
         limit, self.connection_limit = self.connection_limit, None
@@ -582,6 +604,19 @@ class MuxProtocol(Protocol):
     # ------------------------------------------------------------------ state
 
     @property
+    def live_transport(self) -> MuxTransport:
+        """The transport (:class:`MuxTransport`), for code that runs only while there is
+        one (``transport`` is None before ``makeConnection``).
+
+        :raises AssertionError: there is no transport.
+        """
+        transport = self.transport
+        assert transport is not None, "no transport yet"
+        # (Twisted declares ``transport`` an ITransport; ours provide ITCPTransport and
+        # IConsumer as well, or IFrameTransport)
+        return cast(MuxTransport, transport)
+
+    @property
     def is_open(self) -> bool:
         """True while the connection is open (built and not ended)."""
         conn = self.connection
@@ -621,14 +656,15 @@ class MuxProtocol(Protocol):
                 if self.buffered > self.max_send_buffer_size:
                     self._excessive_buffering()
                     return
+            transport = self.live_transport
             if self.message_transport:
                 # a message transport: with no length prefix each chunk is one whole frame
-                self.transport.writeFrames(chunks)
+                transport.writeFrames(chunks)
             elif len(chunks) <= 4:
                 # one frame, or a large payload queued as header + data: no copy here
-                self.transport.writeSequence(chunks)
+                transport.writeSequence(chunks)
             else:
-                self.transport.write(b"".join(chunks))  # many small frames: one C-level join
+                transport.write(b"".join(chunks))  # many small frames: one C-level join
             if self.paused and not paused:
                 # this write filled the transport's buffer: it waits for the peer, in full
                 self.buffered = sum(map(len, chunks))
@@ -671,7 +707,7 @@ class MuxProtocol(Protocol):
         sending (e.g. the rest of a frame written in several writes) makes our kernel answer
         with RST, and a peer that receives RST may drop our last frame unread.
         """
-        transport = self.transport
+        transport = self.live_transport
         if self.message_transport or not IHalfCloseableDescriptor.providedBy(transport):
             # (a WebSocket, or not a real TCP socket)
             transport.loseConnection()
@@ -703,7 +739,7 @@ class MuxProtocol(Protocol):
             return
         self.log.info("{why}", why=why)
         self.aborting = True
-        self.transport.abortConnection()
+        self.live_transport.abortConnection()
 
     # ------------------------------------------------------------------ time
 
@@ -720,10 +756,7 @@ class MuxProtocol(Protocol):
 
     def _tick(self) -> None:
         self._timer = None
-        events = self.connection.tick(self.reactor.seconds())
-        if events:
-            self.handle_events(events)
-        self.flush()
+        self.handle_read(self.connection.tick(self.reactor.seconds()))
         self.schedule_tick()
 
     def stop_timers(self, abort: bool = True) -> None:
@@ -779,6 +812,16 @@ class MuxProtocol(Protocol):
                 self.events_handled()
         finally:
             self.dispatching = was
+        self.flush()
+
+    def handle_read(self, events: list) -> None:
+        """Dispatch the events of one read (or tick) with :meth:`handle_events`, then write
+        what the connection queued, once: :meth:`flush` (handle_events has written already
+        unless it held the events, or there were none)."""
+        if events:
+            self.handle_events(events)
+            if self.held is None and not self.released:
+                return  # (handle_events wrote at its end)
         self.flush()
 
     def handle_events_now(self, events: list) -> None:

@@ -76,6 +76,8 @@ from .core.events import (
     PayloadsReceived,
     RequestNReceived,
     RequestReceived,
+    RequestsReceived,
+    ResponsesReceived,
     ResumeReceived,
     SetupReceived,
     StreamErrored,
@@ -161,6 +163,14 @@ def _end_reason(event: ConnectionClosed, server: bool) -> str:
     return f"ended by the peer: {_words(error)}"
 
 
+class _Response(Deferred):
+    """The Deferred of one request-response (a :class:`~twisted.internet.defer.Deferred`):
+    it knows its stream id, so one canceller, bound once per connection, serves every
+    request (no closure per request)."""
+
+    stream_id: int
+
+
 @implementer(IConnectionObserver)
 class _NoObserver:
     """The observer of a protocol whose factory observes nothing."""
@@ -238,6 +248,7 @@ class RSocketProtocol(MuxProtocol):
                  lease_policy: LeasePolicy | None = None) -> None:
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self._role = role
+        self.protocol_name = f"{self.wire_name} {role}"  # (MuxProtocol's log wording)
         self._config = config
         # the request-n window of the streams we receive, sized by bytes too (spec §Flow
         # Control; ConnectionConfig.stream_window_bytes)
@@ -252,6 +263,8 @@ class RSocketProtocol(MuxProtocol):
             SetupInfo.from_frame(setup) if setup is not None else None)
         self._written: list[Deferred] = []  # fire-and-forget / metadata-push Deferreds
         self._responses: dict[int, Deferred] = {}  # requester: request-response waiting
+        # every request-response's canceller, bound once (no closure per request)
+        self._canceller: Callable[[Deferred], None] = self._cancel_response
         self._inbound: dict[int, RequestStream] = {}  # streams whose items we receive
         self._pumps: dict[int, OutboundPump] = {}  # streams whose items we send
         self._handlers: dict[int, Deferred] = {}  # responder: request-response in progress
@@ -280,6 +293,8 @@ class RSocketProtocol(MuxProtocol):
             PayloadReceived: self._on_payload,
             PayloadsReceived: self._on_payloads,
             RequestReceived: self._on_request,
+            RequestsReceived: self._on_requests,
+            ResponsesReceived: self._on_responses,
             RequestNReceived: self._on_request_n,
             CancelReceived: self._on_cancel,
             StreamErrored: self._on_stream_errored,
@@ -293,9 +308,6 @@ class RSocketProtocol(MuxProtocol):
             ResumeReceived: self._on_resume_received,
         }
 
-    @property
-    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
-        return f"{self.wire_name} {self._role}"
 
     # (the test-suite reads these under their former names)
     _ended = property(lambda self: self.ended)
@@ -353,12 +365,18 @@ class RSocketProtocol(MuxProtocol):
         handlers = self.event_handlers
         conn.batch_payloads = handlers.get(PayloadReceived) == self._on_payload or \
             handlers.get(PayloadsReceived) != self._on_payloads
+        # the batch path of whole fire-and-forgets, request-responses and their answers (one
+        # event per run of them in a read), unless something observes each request or item
+        if handlers.get(RequestReceived) == self._on_request and \
+                handlers.get(PayloadReceived) == self._on_payload:
+            conn.batch_requests = True
         # IStreamHost, bound straight to the connection: no extra call per item
-        self.send_item = conn.send_payload
+        # (instance attributes in place of the methods: the connection's own bound methods)
+        self.send_item = conn.send_payload  # type: ignore[method-assign]
         send_payloads = getattr(conn, "send_payloads", None)  # (the 2015 draft's has none)
         if send_payloads is not None:
-            self.send_items = send_payloads
-        self.credit = conn.credit
+            self.send_items = send_payloads  # type: ignore[method-assign]
+        self.credit = conn.credit  # type: ignore[method-assign]
         # the responder's hot path of a request-response answer (the 2015 draft's has none)
         self._send_response = getattr(conn, "send_response", None)
         if self._responder is not None:
@@ -369,7 +387,9 @@ class RSocketProtocol(MuxProtocol):
         return conn
 
     def connection_started(self) -> None:
-        if self._conn.lease_enabled:
+        conn = self._conn
+        assert conn is not None
+        if conn.lease_enabled:
             self.lease.start()  # the client-side responder's first LEASE follows SETUP
 
     def connectionMade(self) -> None:
@@ -384,12 +404,15 @@ class RSocketProtocol(MuxProtocol):
             self._delegate.dataReceived(data)  # a relay of a resumed session
             return
         conn = self._conn
+        assert conn is not None
         events = conn.receive_data(data, self.reactor.seconds())
-        if events:
+        if events:  # (handle_read, inlined: the path of every read)
             self.handle_events(events)
             if conn.read_failure is not None:
                 # an oversize prefix followed these frames: handled first, now the failure
                 self.handle_events(conn.pending_events())
+            if self.held is None and not self.released:
+                return  # (handle_events wrote at its end)
         self.flush()
 
     def frameReceived(self, frame: bytes) -> None:
@@ -404,10 +427,12 @@ class RSocketProtocol(MuxProtocol):
         """Several whole frames from an :class:`~rsocket_tx.interfaces.IFrameTransport` (the
         messages of one read), handled as one read of a byte stream: their events in one
         batch, one write."""
+        conn = self._conn
+        assert conn is not None
         if self._delegate is not None:
             self._delegate.framesReceived(frames)
             return
-        if not self._conn.is_established:  # (SETUP, RESUME: handled one at a time)
+        if not conn.is_established:  # (SETUP, RESUME: handled one at a time)
             for frame in frames:
                 self.frameReceived(frame)
             return
@@ -451,23 +476,29 @@ class RSocketProtocol(MuxProtocol):
     def excessive_buffering(self, message: str) -> None:
         """The peer does not read: abort the connection (nothing more is written); its
         requests fail with :class:`~rsocket_tx.core.errors.ExcessiveBufferingError`."""
+        conn = self._conn
+        assert conn is not None
         error = E.ExcessiveBufferingError(message)
         self.log.warn("RSocket connection aborted: {error}", error=error)
-        self.handle_events_now(self._conn.connection_lost(error=error))
+        self.handle_events_now(conn.connection_lost(error=error))
 
     def producing_resumed(self) -> None:
         for pump in list(self._pumps.values()):
             pump.resume()
 
     def data_flushed(self) -> None:
-        if self._written and not self._conn.is_detached:
+        conn = self._conn
+        assert conn is not None
+        if self._written and not conn.is_detached:
             self._fire_written()
 
     def connection_ended(self) -> None:
+        conn = self._conn
+        assert conn is not None
         if not self.ended:
             # a graceful close ended with the last stream, in an API call: its
             # ConnectionClosed is pending
-            pending = self._conn.pending_events()
+            pending = conn.pending_events()
             if pending:
                 self.handle_events_now(pending)
                 return
@@ -500,6 +531,8 @@ class RSocketProtocol(MuxProtocol):
         """Client, the connection closed: ``error``, or, when the server answered in another
         protocol (:func:`~rsocket_tx.transports.peers.guess_server`) or sent no byte at all,
         a :class:`~rsocket_tx.core.errors.ConnectionLostError` that says so and what to do."""
+        conn = self._conn
+        assert conn is not None
         if self.message_transport or isinstance(
                 error, (E.SetupError, E.ConnectionCloseError, E.ExcessiveBufferingError)):
             # (WebSocket: its handshake tells the server; an RSocket server's answer; our
@@ -509,11 +542,13 @@ class RSocketProtocol(MuxProtocol):
         if guess is not None:
             return E.ConnectionLostError(f"{guess} ({error.message})")
         if self.first_bytes or not isinstance(error, E.ConnectionLostError) \
-                or self._conn.resume_token is not None:
+                or conn.resume_token is not None:
             return error  # (bytes of no known protocol; a resumable session's own end)
         if self.transport_gone:
             return E.ConnectionLostError(f"{closed_server(self.wire_name)} ({error.message})")
-        return E.ConnectionLostError(silent_server(self._conn.setup.max_lifetime, self.wire_name))
+        setup = conn.setup
+        assert setup is not None  # (a client's)
+        return E.ConnectionLostError(silent_server(setup.max_lifetime, self.wire_name))
 
     # ------------------------------------------------------------------ session state
 
@@ -534,6 +569,7 @@ class RSocketProtocol(MuxProtocol):
         needed to free them (see :meth:`~rsocket_tx.bridge.MuxProtocol.release`)."""
         super().release()
         self._serve = {}
+        self._canceller = _no_cancel  # (a bound method of ours: a cycle)
         self._responder = None
         self._relay = self._delegate = None
         self._wakeups = []
@@ -546,7 +582,9 @@ class RSocketProtocol(MuxProtocol):
 
         :param why: what happened, in words.
         """
-        self.handle_events_now(self._conn.connection_lost(why))
+        conn = self._conn
+        assert conn is not None
+        self.handle_events_now(conn.connection_lost(why))
         self._session_over()
 
     @property
@@ -568,7 +606,7 @@ class RSocketProtocol(MuxProtocol):
         byte was handed to it: a fire-and-forget followed by close is delivered). A resumable
         connection is over only when its session is: not when a transport is lost and the
         session waits for a resume."""
-        d = Deferred()
+        d: Deferred[None] = Deferred()
         if self.transport_gone and (self._conn is None or not self._conn.is_open):
             d.callback(None)
         else:
@@ -578,7 +616,7 @@ class RSocketProtocol(MuxProtocol):
     def when_resumed(self) -> Deferred:
         """A new Deferred that fires with None at the session's next successful resumption
         (spec §Resuming Operation), or fails with the error that ends the session first."""
-        d = Deferred()
+        d: Deferred[None] = Deferred()
         if self._conn is not None and not self._conn.is_open:
             d.errback(failure_for(
                 self.close_reason or E.ConnectionLostError("the connection is closed")))
@@ -592,16 +630,18 @@ class RSocketProtocol(MuxProtocol):
         """Client: the factory reconnected this session's endpoint: send RESUME."""
         self.transport_attached()
         conn = self._conn
+        assert conn is not None
+        transport = self.live_transport
         if not conn.is_open or not conn.is_detached:
-            self.transport.loseConnection()  # the session ended while we reconnected
+            transport.loseConnection()  # the session ended while we reconnected
             return
-        if IFrameTransport.providedBy(self.transport) != self.message_transport:
+        if IFrameTransport.providedBy(transport) != self.message_transport:
             self.log.warn("RSocket session cannot resume over a transport of another kind "
                           "(a byte stream and a message transport frame differently)")
-            self.transport.loseConnection()
+            transport.loseConnection()
             return
         self.log.info("RSocket session reconnected: sending RESUME")
-        self.transport.registerProducer(self, True)
+        transport.registerProducer(self, True)
         conn.start_resume(self.reactor.seconds())
         self.flush()  # RESUME, in one write
         self.schedule_tick()
@@ -618,15 +658,17 @@ class RSocketProtocol(MuxProtocol):
                       "be resumed", why=_words(event.error))
         if self.transport is not None and not self.transport_gone:
             # presumed dead (max lifetime): drop it; its connectionLost finds us detached
-            self.transport.abortConnection()
+            self.live_transport.abortConnection()
 
     def _on_resumed(self, event: ConnectionResumed) -> None:
+        conn = self._conn
+        assert conn is not None
         self.resumes += 1
         self.log.info("RSocket session resumed: {resent} frame(s) sent again from position "
                       "{position}", resent=event.resent, position=event.position)
         self.observer.session_resumed(self)
         self.resumeProducing()  # pumps go on (what they send is queued after the resent)
-        if self._conn.lease_enabled:
+        if conn.lease_enabled:
             # spec §Resume Operation: lease semantics restart on the new connection
             self.lease.renew()
         self.schedule_tick()
@@ -636,14 +678,16 @@ class RSocketProtocol(MuxProtocol):
 
     def _on_resume_received(self, event: ResumeReceived) -> None:
         """Server: this connection began with RESUME: hand it to the session of its token."""
+        conn = self._conn
+        assert conn is not None
         sessions = self.observer.sessions
         session = None if sessions is None else sessions.get(event.frame.token)
         if session is None or not session.is_open:
-            self.handle_events_now(self._conn.reject_resume(
+            self.handle_events_now(conn.reject_resume(
                 "no resumable session has this token (unknown, or it expired)"))
             return
         if session.message_transport != self.message_transport:
-            self.handle_events_now(self._conn.reject_resume(
+            self.handle_events_now(conn.reject_resume(
                 "the session was set up over another kind of transport (TCP and WebSocket "
                 "frame differently); resume it over the same kind"))
             return
@@ -658,9 +702,11 @@ class RSocketProtocol(MuxProtocol):
     def adopt_relay(self, relay: RSocketProtocol, frame: ResumeFrame) -> None:
         """Server session: continue on the transport of ``relay``, a new connection that began
         with ``frame`` (RESUME for this session's token; spec §Resuming Operation)."""
-        old = None if self.transport_gone else self.transport
+        conn = self._conn
+        assert conn is not None
+        old = None if self.transport_gone or self.transport is None else self.live_transport
         self._relay = relay  # from now on only this relay's transport counts
-        events = self._conn.resume_session(frame, self.reactor.seconds())
+        events = conn.resume_session(frame, self.reactor.seconds())
         if old is not None:
             # the client gave this transport up (half-open): drop it; its connectionLost is
             # ignored (this session's own, or a previous relay's: relay_lost checks).  We stop
@@ -669,9 +715,9 @@ class RSocketProtocol(MuxProtocol):
             self.paused = True
             old.unregisterProducer()
             old.abortConnection()
-        transport = relay.transport
-        transport.unregisterProducer()
-        self.transport = transport
+        relay.live_transport.unregisterProducer()
+        self.transport = relay.transport
+        transport = self.live_transport
         self.transport_attached()
         transport.registerProducer(self, True)
         self.handle_events([e for e in events if e.__class__ is not ConnectionDetached])
@@ -680,6 +726,8 @@ class RSocketProtocol(MuxProtocol):
     # ------------------------------------------------------------------ events
 
     def _on_setup(self, event: SetupReceived) -> None:
+        conn = self._conn
+        assert conn is not None
         info = self.setup_info = SetupInfo.from_frame(event.setup)
         self.schedule_tick()  # from the setup timeout to the client's max lifetime
         token = event.setup.resume_token
@@ -691,6 +739,7 @@ class RSocketProtocol(MuxProtocol):
                 self._reject_setup(E.RejectedSetupError(refused))
                 return
         try:
+            assert self._responder_factory is not None  # (a server's)
             responder = self._responder_factory()
             responder.rsocket = self.rsocket
             self._give_log(responder)
@@ -708,7 +757,7 @@ class RSocketProtocol(MuxProtocol):
         if d is not None:  # decided later: hold the connection's other events until then
             self.held = []
             d.addCallbacks(self._setup_accepted_later, self._setup_rejected_later)
-        elif self._conn.lease_enabled and self._conn.is_open:
+        elif conn.lease_enabled and conn.is_open:
             self.lease.start()  # spec §Connection Establishment: the first LEASE, at once
 
     def _setup_rejected(self, failure: Failure) -> None:
@@ -719,11 +768,16 @@ class RSocketProtocol(MuxProtocol):
         self._reject_setup(exc)
 
     def _reject_setup(self, error: E.SetupError) -> None:
-        self.handle_events_now(self._conn.reject_setup(error))
+        conn = self._conn
+        assert conn is not None
+        self.handle_events_now(conn.reject_setup(error))
 
     def _setup_accepted_later(self, _) -> None:
+        conn = self._conn
+        assert conn is not None
         held, self.held = self.held, None
-        if self._conn.lease_enabled and self._conn.is_open:
+        assert held is not None  # (set when the decision was deferred)
+        if conn.lease_enabled and conn.is_open:
             self.lease.start()
         self.handle_events(held)
         self.flush()
@@ -734,17 +788,64 @@ class RSocketProtocol(MuxProtocol):
         self.flush()
 
     def _on_lease(self, event: LeaseReceived) -> None:
-        if self._conn.lease_enabled:
+        conn = self._conn
+        assert conn is not None
+        if conn.lease_enabled:
             self.lease.lease_received()
             self.schedule_tick()  # a tick when this lease expires
 
     def _on_request(self, event: RequestReceived) -> None:
         responder = self._responder
         if responder is None:  # a client without a responder
-            responder = self._responder = Responder()
-            responder.rsocket = self.rsocket
-            self._give_log(responder)
+            responder = self._default_responder()
         self._serve[event.frame_type](responder, event)
+
+    def _default_responder(self) -> Responder:
+        """The base :class:`Responder` (it rejects every request) of a client given none,
+        made for the first request the server sends."""
+        responder = self._responder = Responder()
+        responder.rsocket = self.rsocket
+        self._give_log(responder)
+        return responder
+
+    def _on_requests(self, event: RequestsReceived) -> None:
+        """Whole fire-and-forgets or request-responses of one read, in one batch: what
+        :meth:`_serve_fnf` or :meth:`_serve_response` does for each, in one loop."""
+        responder = self._responder
+        if responder is None:
+            responder = self._default_responder()
+        if event.frame_type == FrameType.REQUEST_FNF:
+            one_way = responder.fire_and_forget
+            for payload in event.payloads:
+                try:
+                    result = one_way(payload)
+                except Exception:  # noqa: BLE001 - logged: there is nobody to answer
+                    self._one_way_failed(Failure(), one_way)
+                else:
+                    if result is not None:
+                        d = _as_deferred(result)
+                        if d is not None:
+                            d.addErrback(self._one_way_failed, one_way)
+                if self.ended:
+                    return  # (a handler closed the connection: the rest is moot)
+            return
+        handler = responder.request_response
+        send_response = self._send_response
+        # a response this large is checked against the send limit first (see _respond)
+        large = self.max_send_buffer_size * 3 // 4 - 16
+        for sid, payload in zip(event.stream_ids, event.payloads):
+            try:
+                result = handler(payload)
+            except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
+                self._response_raised(exc, sid)
+            else:
+                if result.__class__ is Payload and send_response is not None and \
+                        result.metadata is None and len(result.data) <= large:
+                    send_response(sid, result)  # the hot path (nothing sent if canceled)
+                else:
+                    self._response_returned(result, sid)
+            if self.ended:
+                return  # (a handler closed the connection: the rest is moot)
 
     def _give_log(self, responder: Responder) -> None:
         """Give ``responder`` a ``log`` of this connection (its class's ``Logger``, whose
@@ -763,10 +864,25 @@ class RSocketProtocol(MuxProtocol):
         try:
             result = responder.request_response(event.payload)
         except Exception as exc:  # noqa: BLE001 - sent to the peer as an ERROR
-            if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
-                self._handler_failed(Failure(), "request-response handler", sid)
-            self._conn.send_error(sid, to_rsocket_error(exc))
+            self._response_raised(exc, sid)
             return
+        self._response_returned(result, sid)
+
+    def _response_raised(self, exc: Exception, sid: int) -> None:
+        """The request-response handler raised ``exc`` (in an ``except`` block): ERROR on
+        ``sid``; logged with its traceback unless it is a deliberate RSocketError."""
+        if not isinstance(exc, E.RSocketError):  # (a bug: logged with its traceback)
+            self._handler_failed(Failure(), "request-response handler", sid)
+        conn = self._conn
+        assert conn is not None
+        conn.send_error(sid, to_rsocket_error(exc))
+
+    def _response_returned(self, result: object, sid: int) -> None:
+        """The request-response handler returned ``result`` for ``sid``: a Payload is sent
+        (the hot path: no Deferred), a Deferred or coroutine is waited for, anything else is
+        answered by :meth:`_respond`."""
+        conn = self._conn
+        assert conn is not None
         if result.__class__ is Payload:  # answered at once: the hot path, no Deferred
             metadata = result.metadata
             if len(result.data) + (len(metadata) if metadata else 0) \
@@ -776,15 +892,16 @@ class RSocketProtocol(MuxProtocol):
             send_response = self._send_response
             if send_response is not None:
                 send_response(sid, result)  # (nothing sent if canceled meanwhile)
-            elif self._conn.has_stream(sid):
-                self._conn.send_payload(sid, result, True)
+            elif conn.has_stream(sid):
+                conn.send_payload(sid, result, True)
             return
         d = _as_deferred(result)
         if d is None:
             self._respond(result, sid)
         else:
             self._handlers[sid] = d
-            d.addCallbacks(self._respond_later, self._respond_error_later, (sid,), None, (sid,))
+            d.addCallbacks(self._respond_later, self._respond_error_later, callbackArgs=(sid,),
+                           errbackArgs=(sid,))
 
     def _serve_fnf(self, responder: Responder, event: RequestReceived) -> None:
         # (_call_one_way inlined: the whole server path of a fire-and-forget)
@@ -803,13 +920,15 @@ class RSocketProtocol(MuxProtocol):
         self._start_pump(event.stream_id, responder.request_stream, event.payload)
 
     def _serve_channel(self, responder: Responder, event: RequestReceived) -> None:
+        conn = self._conn
+        assert conn is not None
         sid = event.stream_id
         inbound = RequestStream(self, sid, DEFAULT_PREFETCH)
         if event.complete:
             inbound.on_complete()
         else:
             self._inbound[sid] = inbound
-            self._conn.send_request_n(sid, DEFAULT_PREFETCH)
+            conn.send_request_n(sid, DEFAULT_PREFETCH)
         inbound.attach_outbound(
             self._start_pump(sid, responder.request_channel, event.payload, inbound))
 
@@ -864,10 +983,12 @@ class RSocketProtocol(MuxProtocol):
         return pump
 
     def _respond(self, payload, sid: int) -> None:
-        if not self._conn.has_stream(sid):
+        conn = self._conn
+        assert conn is not None
+        if not conn.has_stream(sid):
             return  # canceled meanwhile
         if payload is None:
-            self._conn.send_complete(sid)
+            conn.send_complete(sid)
         elif not isinstance(payload, Payload):
             responder = self._responder
             self.log.error("request-response handler of {responder} returned {type} on stream "
@@ -876,7 +997,7 @@ class RSocketProtocol(MuxProtocol):
                            type=type(payload).__name__,
                            responder=type(responder).__name__ if responder is not None
                            else "the responder")
-            self._conn.send_error(sid, E.ApplicationError(
+            conn.send_error(sid, E.ApplicationError(
                 f"request_response must return a Payload, not {type(payload).__name__}"))
         else:
             try:
@@ -884,29 +1005,35 @@ class RSocketProtocol(MuxProtocol):
             except ValueError as exc:
                 self.log.error("the response on stream {stream_id} is not sent: {why}",
                                stream_id=sid, why=str(exc))
-                self._conn.send_error(sid, E.ApplicationError(str(exc)))
+                conn.send_error(sid, E.ApplicationError(str(exc)))
                 return
             if self._send_response is not None:
                 self._send_response(sid, payload)  # (the hot path when it applies)
             else:
-                self._conn.send_payload(sid, payload, complete=True)
+                conn.send_payload(sid, payload, complete=True)
 
     def _respond_error(self, failure: Failure, sid: int) -> None:
-        if self._conn.has_stream(sid):
-            self._conn.send_error(sid, to_rsocket_error(failure))
+        conn = self._conn
+        assert conn is not None
+        if conn.has_stream(sid):
+            conn.send_error(sid, to_rsocket_error(failure))
 
     def _respond_later(self, payload, sid: int) -> None:
+        conn = self._conn
+        assert conn is not None
         self._handlers.pop(sid, None)
-        if self._conn.is_open:
+        if conn.is_open:
             self._respond(payload, sid)
             self.flush()
 
     def _respond_error_later(self, failure: Failure, sid: int) -> None:
+        conn = self._conn
+        assert conn is not None
         self._handlers.pop(sid, None)
         if failure.check(CancelledError):
             return  # the requester canceled (we canceled the handler)
         self._handler_failed(failure, "request-response handler", sid)
-        if not self._conn.is_open:
+        if not conn.is_open:
             return  # the connection ended: nobody to answer
         self._respond_error(failure, sid)
         self.flush()
@@ -945,6 +1072,16 @@ class RSocketProtocol(MuxProtocol):
             del self._inbound[sid]
             stream.on_complete()
 
+    def _on_responses(self, event: ResponsesReceived) -> None:
+        """The answers to our request-responses of one read, in one batch: each fires its
+        request's Deferred (what :meth:`_on_payload` does for each)."""
+        for sid, payload in zip(event.stream_ids, event.payloads):
+            d = self._responses.pop(sid, None)
+            if d is not None:
+                d.callback(payload)
+                if self.ended:
+                    return  # (a callback closed the connection: the rest failed with it)
+
     def _on_payloads(self, event: PayloadsReceived) -> None:
         stream = self._inbound.get(event.stream_id)
         if stream is not None:
@@ -971,8 +1108,10 @@ class RSocketProtocol(MuxProtocol):
 
     def _stream_failed_locally(self, sid: int, error: E.RSocketError) -> None:
         """Our side of ``sid`` failed: ERROR to the peer, then end it here."""
-        if self._conn.has_stream(sid):
-            self._conn.send_error(sid, error)
+        conn = self._conn
+        assert conn is not None
+        if conn.has_stream(sid):
+            conn.send_error(sid, error)
         self._stream_failed(sid, error)
 
     def _on_metadata_push(self, event: MetadataPushReceived) -> None:
@@ -1005,6 +1144,7 @@ class RSocketProtocol(MuxProtocol):
             self._ready_call.cancel()
         self._ready_call = None
         conn = self._conn
+        assert conn is not None
         if conn.resume_token is not None:
             observer = self.observer
             sessions = observer.sessions
@@ -1042,7 +1182,7 @@ class RSocketProtocol(MuxProtocol):
             if self.message_transport:
                 frames = conn.frames_to_send()
                 if frames:
-                    transport.writeFrames(frames)
+                    self.live_transport.writeFrames(frames)
             else:
                 data = conn.data_to_send()
                 if data:
@@ -1062,13 +1202,17 @@ class RSocketProtocol(MuxProtocol):
         """Items the peer still allows on ``stream_id`` (see
         :class:`~rsocket_tx.interfaces.IStreamHost`; bound to the connection's ``credit``
         once connected)."""
-        return self._conn.credit(stream_id)
+        conn = self._conn
+        assert conn is not None
+        return conn.credit(stream_id)
 
     def send_item(self, stream_id: int, payload: Payload) -> None:
         """Queue ``payload`` on ``stream_id`` (see
         :class:`~rsocket_tx.interfaces.IStreamHost`; bound to the connection's
         ``send_payload`` once connected)."""
-        self._conn.send_payload(stream_id, payload)
+        conn = self._conn
+        assert conn is not None
+        conn.send_payload(stream_id, payload)
 
     def send_items(self, stream_id: int, payloads: list[Payload]) -> None:
         """Queue ``payloads`` on ``stream_id``, one credit each (see
@@ -1087,12 +1231,14 @@ class RSocketProtocol(MuxProtocol):
 
     def pump_complete(self, pump: OutboundPump) -> None:
         """``pump``'s source ended: COMPLETE on its stream (it needs no credit)."""
+        conn = self._conn
+        assert conn is not None
         sid = pump.stream_id
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]
-        if self._conn.has_stream(sid) and self._conn.credit(sid) >= 0:
+        if conn.has_stream(sid) and conn.credit(sid) >= 0:
             try:
-                self._conn.send_complete(sid)
+                conn.send_complete(sid)
             except E.LocalProtocolError:
                 pass
         self.flush()
@@ -1101,11 +1247,13 @@ class RSocketProtocol(MuxProtocol):
         """``pump``'s source failed: ERROR ``error`` on its stream. A responder's source
         that raised something other than a deliberate RSocketError (``error.__cause__``, see
         :meth:`~rsocket_tx.streams.OutboundPump.error_for`) is logged with its traceback."""
+        conn = self._conn
+        assert conn is not None
         sid = pump.stream_id
         cause = error.__cause__
         if cause is not None:
             error.__cause__ = None  # (its traceback would hold the pump's frames)
-            if not self._conn.is_requester(sid):  # (our requests' errors reach their caller)
+            if not conn.is_requester(sid):  # (our requests' errors reach their caller)
                 self._handler_failed(Failure(cause), "the stream source from the handler", sid)
         if self._pumps.get(sid) is pump:
             del self._pumps[sid]
@@ -1118,11 +1266,13 @@ class RSocketProtocol(MuxProtocol):
         A requester's CANCEL ends the whole stream (our outbound half of a channel too); a
         channel responder's ends only its inbound half, its outbound goes on.
         """
+        conn = self._conn
+        assert conn is not None
         self._responses.pop(stream_id, None)
         self._inbound.pop(stream_id, None)
-        if self._conn.is_open:
-            self._conn.send_cancel(stream_id)
-        if not self._conn.has_stream(stream_id):
+        if conn.is_open:
+            conn.send_cancel(stream_id)
+        if not conn.has_stream(stream_id):
             pump = self._pumps.pop(stream_id, None)
             if pump is not None:
                 pump.stop()
@@ -1131,8 +1281,10 @@ class RSocketProtocol(MuxProtocol):
     def request_more(self, stream_id: int, n: int) -> None:
         """REQUEST_N ``n`` on ``stream_id``, written at once, even in the middle of handling a
         read: the responder refills the window while we consume the rest of what arrived."""
-        if self._conn.is_open:
-            self._conn.send_request_n(stream_id, n)
+        conn = self._conn
+        assert conn is not None
+        if conn.is_open:
+            conn.send_request_n(stream_id, n)
             self.flush(force=True)
 
     # ------------------------------------------------------------------ leases
@@ -1149,6 +1301,7 @@ class RSocketProtocol(MuxProtocol):
             return succeed(self)
         d = self.lease.when_first_lease()
         if not d.called:
+            assert conn.setup is not None  # (a client's)
             limit = conn.setup.max_lifetime
 
             def no_lease() -> None:
@@ -1184,27 +1337,38 @@ class RSocketProtocol(MuxProtocol):
         conn = self._conn
         if conn is None or not conn.is_open:
             self._check_open()  # (raises)
+        assert conn is not None
         sid = conn.request_response(payload)
-        d = Deferred(lambda _: self.cancel(sid))
+        d = _Response(self._canceller)
+        d.stream_id = sid
         self._responses[sid] = d
-        self.flush_soon()
+        if not self.dispatching:  # (flush_soon's test: in a read, its end writes)
+            self.flush_soon()
         return d
+
+    def _cancel_response(self, d: Deferred) -> None:
+        """The canceller of a request-response's Deferred: CANCEL on its stream."""
+        assert isinstance(d, _Response)
+        self.cancel(d.stream_id)
 
     def fire_and_forget(self, payload: Payload) -> Deferred:
         conn = self._conn
         if conn is None or not conn.is_open:
             self._check_open()  # (raises)
+        assert conn is not None
         conn.fire_and_forget(payload)
         # (_when_written inlined: the whole requester path of a fire-and-forget)
-        d = Deferred()
+        d: Deferred[None] = Deferred()
         self._written.append(d)
-        self.flush_soon()
+        if not self.dispatching:  # (flush_soon's test: in a read, its end writes)
+            self.flush_soon()
         return d
 
     def fire_and_forget_many(self, payloads: list[Payload]) -> Deferred:
         conn = self._conn
         if conn is None or not conn.is_open:
             self._check_open()  # (raises)
+        assert conn is not None
         many = getattr(conn, "fire_and_forget_many", None)  # (the 2015 draft's has none)
         try:
             if many is not None:
@@ -1214,18 +1378,20 @@ class RSocketProtocol(MuxProtocol):
                     conn.fire_and_forget(payload)
         finally:
             self.flush_soon()  # (what was queued before an error goes out too)
-        d = Deferred()  # one for the batch
+        d: Deferred[None] = Deferred()  # one for the batch
         self._written.append(d)
         return d
 
     def metadata_push(self, metadata: bytes) -> Deferred:
         self._check_open()
-        self._conn.metadata_push(metadata)
+        conn = self._conn
+        assert conn is not None
+        conn.metadata_push(metadata)
         return self._when_written()
 
     def _when_written(self) -> Deferred:
         """A Deferred that fires once what is queued now has been handed to the transport."""
-        d = Deferred()
+        d: Deferred[None] = Deferred()
         self._written.append(d)
         self.flush_soon()
         return d
@@ -1241,7 +1407,9 @@ class RSocketProtocol(MuxProtocol):
         if prefetch is None:
             prefetch = DEFAULT_PREFETCH
         self._check_open()
-        sid = self._conn.request_stream(payload, prefetch)
+        conn = self._conn
+        assert conn is not None
+        sid = conn.request_stream(payload, prefetch)
         stream = self._inbound[sid] = RequestStream(self, sid, prefetch, **window)
         self.flush_soon()
         return stream
@@ -1252,8 +1420,10 @@ class RSocketProtocol(MuxProtocol):
         if prefetch is None:
             prefetch = DEFAULT_PREFETCH
         self._check_open()
+        conn = self._conn
+        assert conn is not None
         complete = complete or outbound is None
-        sid = self._conn.request_channel(payload, prefetch, complete)
+        sid = conn.request_channel(payload, prefetch, complete)
         stream = self._inbound[sid] = RequestStream(self, sid, prefetch, **window)
         if not complete:
             pump = OutboundPump(self, sid, outbound, encode)
@@ -1307,7 +1477,7 @@ class RSocketProtocol(MuxProtocol):
         if conn is None or self.transport_gone:
             return d
         if not conn.is_open:
-            self.transport.loseConnection()
+            self.live_transport.loseConnection()
             return d
         self.abort_later(drain_timeout / 1000.0 + ABORT_DELAY, (
             f"RSocket connection aborted: its transport did not close within {ABORT_DELAY} s "
@@ -1630,8 +1800,10 @@ class RSocketClientFactory(ClientFactory):
         self._reconnect_call = None
         if not protocol.is_open:
             return  # the session ended meanwhile
+        reconnect = self.reconnect
+        assert reconnect is not None  # (transport_lost calls us only then)
         try:
-            d = self.reconnect()
+            d = reconnect()
         except Exception:  # noqa: BLE001 - treated as a failed attempt
             d = fail()
         # (the result, our protocol, is not kept: Twisted's connector keeps this Deferred
@@ -1659,7 +1831,12 @@ def _discard(result: object) -> None:
     """A callback dropping its result."""
 
 
-RSocketServerFactory.__init__.__signature__ = settings_signature(
+def _no_cancel(d: Deferred) -> None:
+    """The canceller of request-responses made once the connection is released: there is
+    nothing left to cancel."""
+
+
+RSocketServerFactory.__init__.__dict__["__signature__"] = settings_signature(
     RSocketServerFactory.__init__, SERVER_SETTINGS)
-RSocketClientFactory.__init__.__signature__ = settings_signature(
+RSocketClientFactory.__init__.__dict__["__signature__"] = settings_signature(
     RSocketClientFactory.__init__, CLIENT_SETTINGS)

@@ -98,10 +98,15 @@ class SourcePump:
     """
 
     __slots__ = ("host", "_iter", "_async", "_batching", "_stopped", "_busy", "_scheduled",
-                 "_source_d", "_pending", "_in_pull", "_held", "_ahead")
+                 "_source_d", "_pending", "_in_pull", "_held", "_ahead", "plain_limit")
 
     #: the TypeError message for a source that is not iterable (``{}``: its type's name)
     source_error = "a source must be an iterable or async iterable, not {}"
+    #: the class of the items :meth:`accept` passes unchanged when they have no ``metadata``
+    #: (None) and at most :attr:`plain_limit` bytes of ``data`` (their :meth:`size`): a sync
+    #: source's such items are sent without a call to :meth:`accept` and :meth:`size` each.
+    #: None (the default): every item goes through them.
+    plain_class: type | None = None
 
     def __init__(self, host: Any) -> None:
         self.host = host
@@ -116,6 +121,8 @@ class SourcePump:
         self._in_pull = False
         self._held: Any = _NOTHING  # the item pulled beyond the credit
         self._ahead = False  # the outstanding __anext__ was issued without credit
+        #: see :attr:`plain_class` (bytes)
+        self.plain_limit = -1
 
     # -- what a protocol says -------------------------------------------------------------
 
@@ -255,12 +262,20 @@ class SourcePump:
         batch = credit if credit < SYNC_BATCH else SYNC_BATCH
         size = 0
         paused = False
+        plain: Any = self.plain_class  # (no narrowing of item by its class)
+        limit = self.plain_limit
         for _ in range(batch):
             if host.paused:
                 paused = True
                 break
             try:
-                item = self.accept(next(it))
+                item = next(it)
+                if item.__class__ is plain and item.metadata is None and \
+                        len(item.data) <= limit:
+                    size += len(item.data)  # (accept would pass it unchanged)
+                else:
+                    item = self.accept(item)
+                    size += self.size(item)
             except StopIteration:
                 self.send(out)
                 self._finish()
@@ -270,7 +285,6 @@ class SourcePump:
                 self._fail(exc)
                 return
             out.append(item)
-            size += self.size(item)
             if size >= FLUSH_BYTES:
                 self.send(out)
                 out = []

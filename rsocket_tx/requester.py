@@ -77,7 +77,7 @@ def _expire(d: Deferred, timeout: float, reactor, what: str) -> None:
     d.addBoth(done)
 
 
-def _check_prefetch(prefetch: int) -> None:
+def _check_prefetch(prefetch: int | None) -> None:
     if prefetch is None:
         return  # the default window (see request_stream)
     if not isinstance(prefetch, int) or not 1 <= prefetch <= 0x7FFFFFFF:
@@ -191,7 +191,8 @@ class RSocket:
             check_timeout(timeout)
         host = self._protocol
         if payload.__class__ is Payload and payload.metadata is None and \
-                route is auth is data_mime_type is accept_mime_types is tracing is None and \
+                route is None and auth is None and data_mime_type is None and \
+                accept_mime_types is None and tracing is None and \
                 len(payload.data) * 4 // 3 + FRAME_OVERHEAD <= host.max_send_buffer_size:
             # the hot path: a plain Payload that surely fits the send limit (check_send_limit's
             # test) is sent as it is (_payload would return it unchanged)
@@ -206,7 +207,7 @@ class RSocket:
             d.addCallback(self._decoder(data_mime_type))
         return d
 
-    request_response.__doc__ += _OPTIONS_DOC
+    request_response.__doc__ = (request_response.__doc__ or "") + _OPTIONS_DOC
 
     def fire_and_forget(self, payload, *, route: str | None = None,
                         auth: Credentials | None = None, data_mime_type: str | None = None,
@@ -224,13 +225,14 @@ class RSocket:
         """
         host = self._protocol
         if payload.__class__ is Payload and payload.metadata is None and \
-                route is auth is data_mime_type is accept_mime_types is tracing is None and \
+                route is None and auth is None and data_mime_type is None and \
+                accept_mime_types is None and tracing is None and \
                 len(payload.data) * 4 // 3 + FRAME_OVERHEAD <= host.max_send_buffer_size:
             return host.fire_and_forget(payload)  # (the hot path, as in request_response)
         return host.fire_and_forget(self._request_payload(
             payload, route, auth, data_mime_type, accept_mime_types, tracing))
 
-    fire_and_forget.__doc__ += _OPTIONS_DOC
+    fire_and_forget.__doc__ = (fire_and_forget.__doc__ or "") + _OPTIONS_DOC
 
     def fire_and_forget_many(self, payloads: Iterable[Any], *, route: str | None = None,
                              auth: Credentials | None = None,
@@ -258,7 +260,8 @@ class RSocket:
             the batch: the payloads before it are sent.
         """
         host = self._protocol
-        if route is auth is data_mime_type is accept_mime_types is tracing is None:
+        if route is None and auth is None and data_mime_type is None and \
+                accept_mime_types is None and tracing is None:
             limit = host.max_send_buffer_size - FRAME_OVERHEAD
             requests = [payload if payload.__class__ is Payload and payload.metadata is None
                         and len(payload.data) * 4 // 3 <= limit
@@ -270,7 +273,7 @@ class RSocket:
                         for payload in payloads]
         return host.fire_and_forget_many(requests)
 
-    fire_and_forget_many.__doc__ += _OPTIONS_DOC
+    fire_and_forget_many.__doc__ = (fire_and_forget_many.__doc__ or "") + _OPTIONS_DOC
 
     def _request_payload(self, payload, route, auth, data_mime_type, accept_mime_types,
                          tracing) -> Payload:
@@ -339,7 +342,7 @@ class RSocket:
             stream.expire_after(timeout, "request-stream")
         return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
 
-    request_stream.__doc__ += _OPTIONS_DOC
+    request_stream.__doc__ = (request_stream.__doc__ or "") + _OPTIONS_DOC
 
     def request_channel(self, payload, outbound=None, *, prefetch: int | None = None,
                         complete: bool = False, route: str | None = None,
@@ -388,7 +391,7 @@ class RSocket:
             stream.expire_after(timeout, "request-channel")
         return DecodedStream(stream, self._decoder(data_mime_type)) if decode else stream
 
-    request_channel.__doc__ += _OPTIONS_DOC
+    request_channel.__doc__ = (request_channel.__doc__ or "") + _OPTIONS_DOC
 
     @property
     def lease(self):

@@ -204,7 +204,7 @@ class RequestStream(InboundItems):
         self._consume(len(items))
         self._collector = items
         self._take = take
-        self._waiter = d = Deferred()
+        self._waiter = d = Deferred[list]()
         if self._done:
             self._finish_collect()
         return d
@@ -245,7 +245,7 @@ class RequestStream(InboundItems):
             return succeed(None)
         if self._collector is not None or self._waiter is not None:
             raise RuntimeError("this stream is already being consumed")
-        self._waiter = d = Deferred()
+        self._waiter = d = Deferred[list]()
         return d.addCallback(self._put_back)
 
     def _put_back(self, item) -> None:
@@ -326,7 +326,7 @@ class RequestStream(InboundItems):
         be encoded, that local error (a TypeError or ValueError) is what iteration raises,
         not its wire form (the ERROR[APPLICATION_ERROR] the peer was sent)."""
         if error.__class__ is _EncodeError:
-            error = error.cause  # type: ignore[attr-defined]
+            error = error.cause
         InboundItems.on_error(self, error)
 
     def ended_with(self, error: BaseException | None) -> bool:
@@ -447,13 +447,14 @@ class OutboundPump(SourcePump):
     __slots__ = ("stream_id", "encode", "_fits")
 
     source_error = "a stream source must be an iterable or async iterable of Payload, not {}"
+    plain_class = Payload  # (a Payload that surely fits passes accept unchanged)
 
     def __init__(self, host: IStreamHost, stream_id: int, source, encode=None) -> None:
         super().__init__(host)
         self.stream_id = stream_id
         self.encode = encode
         # items up to this many bytes surely fit the send limit: only larger ones are checked
-        self._fits = _surely_fits(host)
+        self._fits = self.plain_limit = _surely_fits(host)
         self.begin(source)
 
     def credit(self) -> int:

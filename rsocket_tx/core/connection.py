@@ -65,6 +65,8 @@ from .events import (
     PayloadsReceived,
     RequestNReceived,
     RequestReceived,
+    RequestsReceived,
+    ResponsesReceived,
     ResumeReceived,
     SetupReceived,
     StreamErrored,
@@ -295,6 +297,11 @@ class RSocketConnection:
         #: :class:`PayloadsReceived` instead of a :class:`PayloadReceived` each (the caller's
         #: batch path; default False)
         self.batch_payloads = False
+        #: return the whole (unfragmented) fire-and-forgets and request-responses that
+        #: arrive one after another in one read as one :class:`RequestsReceived`, and the
+        #: answers to our request-responses as one :class:`ResponsesReceived`, instead of an
+        #: event each (the caller's batch path; default False)
+        self.batch_requests = False
         # resumption (None/0 unless the SETUP carried a resume token)
         self.resume_buffer: ResumeBuffer | None = None
         # the resumable send path (_queue_resumable ...) once resume is enabled, until closed
@@ -636,6 +643,14 @@ class RSocketConnection:
         batching = self.batch_payloads
         batch: list[Payload] = []
         batch_sid = batch_at = -1  # the batch open at the end of ``events``, if any
+        # (batch_requests: the batch of requests, or of answers, open at the end of events)
+        batching_requests = self.batch_requests
+        req_ids: list[int] = []
+        req_payloads: list[Payload] = []
+        req_kind = RESPONSE
+        req_at = answers_at = -1
+        answer_ids: list[int] = []
+        answers: list[Payload] = []
         for buf in frames:
             # fast path for the frequent frames (PAYLOAD and the four requests) on an open
             # connection: parsed here with no frame object; anything unusual or malformed takes
@@ -655,7 +670,17 @@ class RSocketConnection:
                             if parts is not None:
                                 awaiting.remove(sid)
                                 self._setup_confirmed = True
-                                append(PayloadReceived(sid, Payload(parts[0], parts[1]), True))
+                                if not batching_requests:
+                                    append(PayloadReceived(sid, Payload(parts[0], parts[1]),
+                                                           True))
+                                elif answers_at == len(events):
+                                    answer_ids.append(sid)
+                                    answers.append(Payload(parts[0], parts[1]))
+                                else:  # a new batch (events between)
+                                    answer_ids = [sid]
+                                    answers = [Payload(parts[0], parts[1])]
+                                    append(ResponsesReceived(answer_ids, answers))
+                                    answers_at = len(events)
                                 continue
                         elif s is not None and s.recv_open and s.reassembly is None:
                             parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
@@ -696,8 +721,40 @@ class RSocketConnection:
                     # a whole fire-and-forget without metadata, as _request takes it when no
                     # lease or graceful close applies: no stream, one event
                     self._setup_confirmed = True
-                    append(RequestReceived(sid, FNF, Payload(buf[6:], None), 0, False))
+                    if not batching_requests:
+                        append(RequestReceived(sid, FNF, Payload(buf[6:], None), 0, False))
+                    elif req_at == len(events) and req_kind == FNF:
+                        req_ids.append(sid)
+                        req_payloads.append(Payload(buf[6:], None))
+                    else:  # a new batch (another kind, or events between)
+                        req_ids = [sid]
+                        req_payloads = [Payload(buf[6:], None)]
+                        req_kind = FNF
+                        append(RequestsReceived(FNF, req_ids, req_payloads))
+                        req_at = len(events)
                     continue
+                elif ft == 4 and batching_requests and not tf & FLAG_FOLLOWS and \
+                        sid & 1 == peer_parity and 0 < sid <= MAX_U31 and \
+                        get_stream(sid) is None and sid not in serving and \
+                        self._granted is None and not self._closing and \
+                        self._fast_size >= 0 and \
+                        self._streams.remote + len(serving) < self._streams.limit:
+                    # a whole request-response, as _request takes it when no lease, graceful
+                    # close or stream limit applies: a bare id in _serving, one batch entry
+                    parts = _split(buf, 6, tf) if tf & FLAG_METADATA else (buf[6:], None)
+                    if parts is not None:
+                        self._setup_confirmed = True
+                        serving.add(sid)
+                        if req_at == len(events) and req_kind == RESPONSE:
+                            req_ids.append(sid)
+                            req_payloads.append(Payload(parts[0], parts[1]))
+                        else:  # a new batch (another kind, or events between)
+                            req_ids = [sid]
+                            req_payloads = [Payload(parts[0], parts[1])]
+                            req_kind = RESPONSE
+                            append(RequestsReceived(RESPONSE, req_ids, req_payloads))
+                            req_at = len(events)
+                        continue
                 elif 4 <= ft <= 7 and sid <= MAX_U31:
                     if ft < 6:
                         n = 0

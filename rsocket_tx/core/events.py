@@ -17,6 +17,8 @@ __all__ = [
     "RequestReceived",
     "PayloadReceived",
     "PayloadsReceived",
+    "RequestsReceived",
+    "ResponsesReceived",
     "RequestNReceived",
     "CancelReceived",
     "StreamErrored",
@@ -104,6 +106,46 @@ class PayloadsReceived(Event):
 
     def __init__(self, stream_id: int, payloads: list[Payload]) -> None:
         self.stream_id = stream_id
+        self.payloads = payloads
+
+
+class RequestsReceived(Event):
+    """Several whole requests of one kind, REQUEST_FNF or REQUEST_RESPONSE (no fragments),
+    that arrived one after another in one read, handed over as one batch: what a
+    :class:`RequestReceived` each would say (``initial_request_n`` 0, ``complete`` False).
+    Only returned when the caller asked for batches
+    (:attr:`~rsocket_tx.core.connection.RSocketConnection.batch_requests`).
+
+    :ivar frame_type: REQUEST_FNF or REQUEST_RESPONSE.
+    :ivar stream_ids: the requests' stream ids (a list of int, at least one).
+    :ivar payloads: their :class:`Payload` objects, in the same order.
+    """
+
+    __slots__ = ("frame_type", "stream_ids", "payloads")
+    _fields = ("frame_type", "stream_ids", "payloads")
+
+    def __init__(self, frame_type: FrameType, stream_ids: list[int],
+                 payloads: list[Payload]) -> None:
+        self.frame_type = frame_type
+        self.stream_ids = stream_ids
+        self.payloads = payloads
+
+
+class ResponsesReceived(Event):
+    """The answers (PAYLOAD N|C, whole) to several of our request-responses, arrived one
+    after another in one read, handed over as one batch: what a :class:`PayloadReceived`
+    each (``complete`` True) would say. Only returned when the caller asked for batches
+    (:attr:`~rsocket_tx.core.connection.RSocketConnection.batch_requests`).
+
+    :ivar stream_ids: the requests' stream ids (a list of int, at least one).
+    :ivar payloads: the answers, :class:`Payload` objects in the same order.
+    """
+
+    __slots__ = ("stream_ids", "payloads")
+    _fields = ("stream_ids", "payloads")
+
+    def __init__(self, stream_ids: list[int], payloads: list[Payload]) -> None:
+        self.stream_ids = stream_ids
         self.payloads = payloads
 
 

@@ -93,15 +93,12 @@ class JiniMuxProtocol(MuxProtocol):
     #: None before the transport connects
     connection: Any
 
-    @property
-    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
-        return f"Jini ERI mux {self.role.value}"
-
     def __init__(self, reactor: Any, role: Role, config: JiniMuxConfig | None = None) -> None:
         config = config if config is not None else JiniMuxConfig()
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self.role = role
         self.config = config
+        self.protocol_name = f"Jini ERI mux {role.value}"  # (MuxProtocol's log wording)
         # a server keeps a client's first bytes: one that is not a Jini mux client is named
         self.watch_first_bytes = role is Role.SERVER
         self.requests: dict[int, Any] = {}

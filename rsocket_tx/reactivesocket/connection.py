@@ -203,6 +203,9 @@ class ReactiveSocketConnection:
     #: (RSocketConnection's batch path of stream items: this draft hands each item over as
     #: its own PayloadReceived, whatever the caller sets here)
     batch_payloads = False
+    #: (RSocketConnection's batch path of whole requests and request-response answers: this
+    #: draft hands each over as its own event, whatever the caller sets here)
+    batch_requests = False
 
     def __init__(self, role: str, config: ConnectionConfig | None = None, *,
                  setup: SetupFrame | core_frames.SetupFrame | None = None, now: float = 0.0,

@@ -99,16 +99,13 @@ class RSNetProtocol(MuxProtocol):
     role: Role
     connection: Any
 
-    @property
-    def protocol_name(self) -> str:  # (MuxProtocol's log wording)
-        return f"Reactive Streams network {self.role.value}"
-
     def __init__(self, reactor: Any, role: Role, config: RSNetConfig | None = None,
                  publishers: Publisher | Any = None) -> None:
         config = config if config is not None else RSNetConfig()
         super().__init__(reactor, max_send_buffer_size=config.max_send_buffer_size)
         self.role = role
         self.config = config
+        self.protocol_name = f"Reactive Streams network {role.value}"  # (MuxProtocol's log wording)
         # a server keeps a client's first bytes: one that is not an RS-network client is named
         self.watch_first_bytes = role is Role.SERVER
         self.publishers = as_publisher(publishers)
