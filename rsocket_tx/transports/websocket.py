@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from autobahn.twisted.resource import WebSocketResource
@@ -138,6 +139,9 @@ class WebSocketHandshakeError(ConnectError):
     wrong path; a subprotocol refused; the handshake timed out; the connection closed
     during the handshake)."""
 
+    #: the underlying exception (e.g. ``ConnectionRefusedError``), when there is one
+    reason: BaseException | None = None
+
     def __init__(self, message: str) -> None:
         super().__init__(string=message)
         self.message = message
@@ -146,7 +150,21 @@ class WebSocketHandshakeError(ConnectError):
         return self.message
 
 
-class _RSocketWebSocket:
+if TYPE_CHECKING:
+    from autobahn.twisted.websocket import WebSocketAdapterProtocol
+
+    # (autobahn's two bases disagree on the types of ``peer`` and ``_transport_details``)
+    class _WebSocketBase(WebSocketAdapterProtocol, WebSocketProtocol):  # type: ignore[misc]
+        """What the mixin below is mixed into (for type checking only)."""
+
+        transport: Any  # the stream transport: TCP, or TLS (``ITCPTransport``)
+        logOctets: bool  # (autobahn's protocol options, set on the protocol by the factory)
+        maxFramePayloadSize: int
+else:
+    _WebSocketBase = object
+
+
+class _RSocketWebSocket(_WebSocketBase):
     """What the server and client protocols share: host one RSocketProtocol, be its
     :class:`IFrameTransport`."""
 
@@ -332,7 +350,7 @@ class _RSocketWebSocket:
             parts = self.message_data
             self.onMessage(parts[0] if len(parts) == 1 else b"".join(parts),
                            self.message_is_binary)
-        self.message_data = None
+        self.message_data = []
 
     def onMessage(self, payload: bytes, isBinary: bool) -> None:
         rsocket = self._rsocket
@@ -505,7 +523,8 @@ def _set_options(factory, max_frame_size: int) -> None:
 
 
 @implementer(IFrameTransport)
-class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol):
+class RSocketWebSocketServerProtocol(  # type: ignore[misc]  # (autobahn's bases, above)
+        _RSocketWebSocket, WebSocketServerProtocol):
     """Server side of one WebSocket carrying one RSocket connection: the
     :class:`~rsocket_tx.protocol.RSocketProtocol` is built by the RSocket server factory when
     the WebSocket opens, and this protocol is its :class:`IFrameTransport`."""
@@ -538,7 +557,8 @@ class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol)
 
 
 @implementer(IFrameTransport)
-class RSocketWebSocketClientProtocol(_RSocketWebSocket, WebSocketClientProtocol):
+class RSocketWebSocketClientProtocol(  # type: ignore[misc]  # (autobahn's bases, above)
+        _RSocketWebSocket, WebSocketClientProtocol):
     """Client side: builds the RSocket client factory's protocol when the WebSocket opens and
     fires the factory's ``opened`` Deferred with it (or fails it with
     :class:`WebSocketHandshakeError` if the WebSocket does not open)."""
@@ -588,11 +608,13 @@ class _ClientFactory(WebSocketClientFactory):
         self.noisy = False
         self.rsocket_factory = rsocket_factory
         self.opened: Deferred = Deferred(self._cancel)
-        self._proto = None
+        self._proto: RSocketWebSocketClientProtocol | None = None
         _set_options(self, rsocket_factory.config.max_frame_size)
 
     def buildProtocol(self, addr):
-        self._proto = proto = super().buildProtocol(addr)
+        proto = super().buildProtocol(addr)
+        if isinstance(proto, RSocketWebSocketClientProtocol):
+            self._proto = proto
         return proto
 
     def _cancel(self, opened: Deferred) -> None:
