@@ -130,7 +130,7 @@ class Server:
     """A WebSocket server protocol on a StringTransport, after its opening handshake: feed it
     client frames, read back what it wrote."""
 
-    def __init__(self, **settings) -> None:
+    def __init__(self, headers: bytes = b"", **settings) -> None:
         self.clock = Clock()
         self.rsocket = RSocketServerFactory(EchoResponder, reactor=self.clock, **settings)
         self.protocols = []
@@ -151,8 +151,8 @@ class Server:
         self.protocol.dataReceived(
             b"GET /rsocket HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
             b"Connection: Upgrade\r\nSec-WebSocket-Key: " + KEY + b"\r\n"
-            b"Sec-WebSocket-Version: 13\r\n\r\n")
-        response = self.transport.value()
+            b"Sec-WebSocket-Version: 13\r\n" + headers + b"\r\n")
+        self.response = response = self.transport.value()
         assert response.startswith(b"HTTP/1.1 101 "), response
         self.transport.clear()
         self.rsocket_protocol = self.protocols[0]
@@ -432,3 +432,17 @@ def test_client_answers_a_ping_cut_across_reads():
     data = ws_frame(b"hello?", opcode=PING) + ws_frame(b"again", opcode=PING)
     client.feed(*cut(data, 3))
     assert [(op, p) for op, _, p in client.frames()] == [(PONG, b"hello?"), (PONG, b"again")]
+
+
+def test_server_accepts_no_compression_and_reads_its_messages_on_the_fast_path():
+    server = Server(headers=b"Sec-WebSocket-Extensions: permessage-deflate; "
+                            b"client_max_window_bits\r\n")
+    assert b"sec-websocket-extensions" not in server.response.lower()
+    data, expected = requests_bytes()
+    server.feed(data)
+    replies = {f.stream_id: f.data for f in rsocket_frames(server.frames())
+               if isinstance(f, PayloadFrame)}
+    assert replies == expected
+    # (with RSV1 set, a compressed message would be refused: no extension was agreed)
+    server.feed(ws_frame(b"x", rsv=4, mask=b"abcd"))
+    assert close_code(server.frames()) == 1002

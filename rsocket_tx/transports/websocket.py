@@ -24,6 +24,12 @@ Rules of the transport (RSocket spec §Transport, WebSocket: frames are not leng
 - the largest message accepted is the factory's ``max_frame_size`` (bytes); a bigger one is
   answered with ERROR[CONNECTION_ERROR] and close code 1009 (message too big), and is not
   buffered; our own messages are never fragmented at the WebSocket level;
+- framing: autobahn does the opening handshake and everything unusual (control frames, the
+  close handshake, fragmented and text messages, messages too large, protocol violations:
+  closed with RFC 6455's codes); whole binary messages in one frame are parsed, unmasked,
+  masked and framed here, a read's messages handed to the RSocket connection as one batch
+  and a turn's frames written in one ``write`` (docs/transports.rst, WebSocket). No
+  per-message compression is offered or accepted;
 - backpressure: the :class:`~rsocket_tx.protocol.RSocketProtocol` is the streaming producer
   of the underlying socket, so a full socket buffer pauses every outbound stream pump;
 - the server accepts the subprotocol of the factory it serves when a client offers it
