@@ -233,8 +233,7 @@ class _RSocketWebSocket(_WebSocketBase):
         """Parse the buffer: our messages to the RSocket connection, anything else a step of
         autobahn's parser, until the buffer ends (or the connection closes)."""
         while True:
-            state = self.state
-            if state == _OPEN and self.current_frame is None and not self.inside_message \
+            if self.state == _OPEN and self.current_frame is None and not self.inside_message \
                     and self._rsocket is not None and self._perMessageCompress is None:
                 unusual = self._take_messages(messages)
                 if messages:
@@ -242,15 +241,17 @@ class _RSocketWebSocket(_WebSocketBase):
                     messages = []
                 if not unusual:
                     return
-                state = self.state
             elif messages:
                 self._deliver(messages)
                 messages = []
+            state = self.state
             if state == _OPEN or state == _CLOSING:
                 if not self.processData() or self.state == _CLOSED:
                     return
+            elif state == _CLOSED:
+                return  # (what follows the end is moot)
             else:
-                super().consumeData()  # (the opening handshake; after the close: nothing)
+                super().consumeData()  # (the opening handshake)
                 return
 
     def _take_messages(self, messages: list[bytes]) -> bool:
