@@ -126,22 +126,21 @@ class CapturingServerEndpoint:
         return succeed(None)
 
 
+class RecordingServerFactory(RSocketServerFactory):
+    built = None  # the RSocketProtocol built last
+
+    def buildProtocol(self, addr):
+        self.built = super().buildProtocol(addr)
+        return self.built
+
+
 class Server:
     """A WebSocket server protocol on a StringTransport, after its opening handshake: feed it
     client frames, read back what it wrote."""
 
     def __init__(self, headers: bytes = b"", **settings) -> None:
         self.clock = Clock()
-        self.rsocket = RSocketServerFactory(EchoResponder, reactor=self.clock, **settings)
-        self.protocols = []
-        build = self.rsocket.buildProtocol
-
-        def buildProtocol(addr):
-            proto = build(addr)
-            self.protocols.append(proto)
-            return proto
-
-        self.rsocket.buildProtocol = buildProtocol
+        self.rsocket = RecordingServerFactory(EchoResponder, reactor=self.clock, **settings)
         inner = CapturingServerEndpoint()
         WebSocketServerEndpoint(self.clock, inner, "/rsocket").listen(self.rsocket)
         self.transport = StringTransport(peerAddress=ADDRESS)
@@ -155,7 +154,7 @@ class Server:
         self.response = response = self.transport.value()
         assert response.startswith(b"HTTP/1.1 101 "), response
         self.transport.clear()
-        self.rsocket_protocol = self.protocols[0]
+        self.rsocket_protocol = self.rsocket.built
 
     def feed(self, *reads: bytes) -> None:
         for data in reads:
