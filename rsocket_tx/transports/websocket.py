@@ -24,6 +24,12 @@ Rules of the transport (RSocket spec §Transport, WebSocket: frames are not leng
 - the largest message accepted is the factory's ``max_frame_size`` (bytes); a bigger one is
   answered with ERROR[CONNECTION_ERROR] and close code 1009 (message too big), and is not
   buffered; our own messages are never fragmented at the WebSocket level;
+- framing: autobahn does the opening handshake and everything unusual (control frames, the
+  close handshake, fragmented and text messages, messages too large, protocol violations:
+  closed with RFC 6455's codes); whole binary messages in one frame are parsed, unmasked,
+  masked and framed here, a read's messages handed to the RSocket connection as one batch
+  and a turn's frames written in one ``write`` (docs/transports.rst, WebSocket). No
+  per-message compression is offered or accepted;
 - backpressure: the :class:`~rsocket_tx.protocol.RSocketProtocol` is the streaming producer
   of the underlying socket, so a full socket buffer pauses every outbound stream pump;
 - the server accepts the subprotocol of the factory it serves when a client offers it
@@ -38,9 +44,9 @@ Rules of the transport (RSocket spec §Transport, WebSocket: frames are not leng
 from __future__ import annotations
 
 import os
-import random
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from autobahn.twisted.resource import WebSocketResource
@@ -96,28 +102,51 @@ CLOSE_MESSAGE_TOO_BIG = 1009
 
 _OPEN = WebSocketProtocol.STATE_OPEN
 _CLOSED = WebSocketProtocol.STATE_CLOSED
+_CLOSING = WebSocketProtocol.STATE_CLOSING
 _U16 = struct.Struct("!BBH")
 _U64 = struct.Struct("!BBQ")
-_MASKED_U16 = struct.Struct("!BBHI")
-_MASKED_U64 = struct.Struct("!BBQI")
-_MASKED_SMALL = struct.Struct("!BBI")
 _BINARY_FIN = 0x82  # FIN, opcode 2 (binary)
 _MAX_SIZE = 0xFFFFFF  # the largest RSocket frame
+#: the first two bytes of a binary message's frame of 0-125 bytes, unmasked and masked
+_HEADS = [bytes((_BINARY_FIN, n)) for n in range(126)]
+_MASKED_HEADS = [bytes((_BINARY_FIN, 0x80 | n)) for n in range(126)]
+#: payloads up to this size (bytes) are masked or unmasked together, in one XOR over the
+#: payloads of a read or a write; a larger one alone, by autobahn's masker (NVX: C, SIMD;
+#: its setup costs more than masking a kilobyte in Python does)
+_XOR_BATCH_MAX = 1024
 
 
-def _xor(mask: bytes, data: bytes) -> bytes:
-    """``data`` masked (or unmasked) with the 4-byte ``mask`` (RFC 6455 §5.3)."""
-    n = len(data)
-    if n > 1024:
-        return create_xor_masker(mask, n).process(data)  # (C; its setup costs ~10 us)
-    return (int.from_bytes(data, "little") ^
-            int.from_bytes((mask * ((n >> 2) + 1))[:n], "little")).to_bytes(n, "little")
+def _unmask(mask: bytes, data: bytes) -> bytes:
+    """``data`` masked (or unmasked: the same) with the 4-byte ``mask`` (RFC 6455 §5.3), by
+    autobahn's masker (its C implementation, NVX, when built)."""
+    return create_xor_masker(mask, len(data)).process(data)
+
+
+def _unmask_batch(items: list[bytes], indexes: list[int], streams: list[bytes]) -> None:
+    """Mask (or unmask) ``items[k]`` for each ``k`` of ``indexes``, in place, with the mask
+    stream of the same rank in ``streams`` (its 4-byte key repeated over the payload's
+    length): one XOR of Python integers over all of them, then cut apart again."""
+    joined = b"".join([items[k] for k in indexes])
+    n = len(joined)
+    plain = (int.from_bytes(joined, "little") ^
+             int.from_bytes(b"".join(streams), "little")).to_bytes(n, "little")
+    if len(indexes) == 1:
+        items[indexes[0]] = plain
+        return
+    pos = 0
+    for k in indexes:
+        end = pos + len(items[k])
+        items[k] = plain[pos:end]
+        pos = end
 
 
 class WebSocketHandshakeError(ConnectError):
     """The WebSocket opening handshake failed (HTTP status other than 101, e.g. 404 for a
     wrong path; a subprotocol refused; the handshake timed out; the connection closed
     during the handshake)."""
+
+    #: the underlying exception (e.g. ``ConnectionRefusedError``), when there is one
+    reason: BaseException | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(string=message)
@@ -127,7 +156,21 @@ class WebSocketHandshakeError(ConnectError):
         return self.message
 
 
-class _RSocketWebSocket:
+if TYPE_CHECKING:
+    from autobahn.twisted.websocket import WebSocketAdapterProtocol
+
+    # (autobahn's two bases disagree on the types of ``peer`` and ``_transport_details``)
+    class _WebSocketBase(WebSocketAdapterProtocol, WebSocketProtocol):  # type: ignore[misc]
+        """What the mixin below is mixed into (for type checking only)."""
+
+        transport: Any  # the stream transport: TCP, or TLS (``ITCPTransport``)
+        logOctets: bool  # (autobahn's protocol options, set on the protocol by the factory)
+        maxFramePayloadSize: int
+else:
+    _WebSocketBase = object
+
+
+class _RSocketWebSocket(_WebSocketBase):
     """What the server and client protocols share: host one RSocketProtocol, be its
     :class:`IFrameTransport`."""
 
@@ -135,6 +178,9 @@ class _RSocketWebSocket:
     _close_code = CLOSE_NORMAL
     _close_reason: str | None = None
     _abort_call = None
+    _left = 0  # bytes of a message's payload still to come (its parts so far in _parts)
+    _parts: list[bytes]
+    _mask = b""  # (its masking key, from a client)
 
     def mux_factory(self):
         """The factory whose protocol this WebSocket carries: the RSocket server or client
@@ -151,59 +197,159 @@ class _RSocketWebSocket:
         return proto
 
     # -------------------------------------------------------------- from the peer
+    #
+    # The messages of the open connection are parsed here, not by autobahn: whole binary
+    # messages in one unfragmented frame (FIN, opcode 2, no RSV bit, masked from a client and
+    # unmasked from a server, RFC 6455 §5.1-5.2; length in its minimal encoding and within
+    # ``maxFramePayloadSize``) are cut out of each read, unmasked and handed to the RSocket
+    # connection as one batch (``framesReceived``). Anything else at the head of the buffer (a
+    # control frame, a fragment, a text message, a frame too large, a protocol violation) is
+    # one step of autobahn's own parser (``processData``), which reports what is wrong in
+    # RFC 6455 terms; after it the fast parser takes over again. A frame whose header is in
+    # but whose payload is not is kept as a list of reads until its last byte is in (no
+    # buffer copied per read).
+
+    def dataReceived(self, data: bytes) -> None:
+        # (autobahn's logs a debug line per read, with its arguments formatted first)
+        if self._left:
+            self._payload_received(data)
+        else:
+            self._dataReceived(data)
+
+    def _dataReceived(self, data: bytes) -> None:
+        if self.state != _OPEN or self._rsocket is None or self.logOctets:
+            super()._dataReceived(data)
+            return
+        self.trafficStats.incomingOctetsWireLevel += len(data)
+        buffered = self.data
+        self.data = buffered + data if buffered else data
+        self._consume([])
 
     def consumeData(self) -> None:
-        # fast path: whole, unfragmented binary messages at the head of the buffer go to the
-        # RSocket connection as one batch; anything else (control frames, fragments, text, a
-        # partial or oversized frame, a protocol violation) is left to autobahn
-        if self.state == _OPEN and self.current_frame is None and not self.inside_message \
-                and self._rsocket is not None and self._perMessageCompress is None \
-                and len(self.data) >= 2:
-            self._consume_binary_messages()
-        super().consumeData()
+        # (autobahn calls it with what followed the opening handshake in the same read)
+        self._consume([])
 
-    def _consume_binary_messages(self) -> None:
+    def _consume(self, messages: list[bytes]) -> None:
+        """Parse the buffer: our messages to the RSocket connection, anything else a step of
+        autobahn's parser, until the buffer ends (or the connection closes)."""
+        while True:
+            if self.state == _OPEN and self.current_frame is None and not self.inside_message \
+                    and self._rsocket is not None and self._perMessageCompress is None:
+                unusual = self._take_messages(messages)
+                if messages:
+                    self._deliver(messages)
+                    messages = []
+                if not unusual:
+                    return
+            elif messages:
+                self._deliver(messages)
+                messages = []
+            state = self.state
+            if state == _OPEN or state == _CLOSING:
+                if not self.processData() or self.state == _CLOSED:
+                    return
+            elif state == _CLOSED:
+                return  # (what follows the end is moot)
+            else:
+                super().consumeData()  # (the opening handshake)
+                return
+
+    def _take_messages(self, messages: list[bytes]) -> bool:
+        """Cut the whole binary messages at the head of the buffer, unmasked, into
+        ``messages``; keep what follows. :returns: True when an unusual frame (for autobahn)
+        follows, False when the buffer ends (in a frame or not)."""
         data = self.data
         size = len(data)
-        masked = self.factory.isServer  # clients mask, servers do not (RFC 6455 §5.1)
+        server = self.factory.isServer
+        masked = 0x80 if server else 0  # clients mask, servers do not (RFC 6455 §5.1)
         limit = self.maxFramePayloadSize or _MAX_SIZE
-        frames = []
+        small: list[int] = []  # (server) indexes of the small masked messages
+        streams: list[bytes] = []  # their masks, repeated over each payload
+        unusual = False
         pos = 0
         while size - pos >= 2:
             b1 = data[pos + 1]
-            if data[pos] != _BINARY_FIN or (b1 >= 0x80) != masked:
+            if data[pos] != _BINARY_FIN or (b1 & 0x80) != masked:
+                unusual = True
                 break
             n = b1 & 0x7F
             i = pos + 2
-            if n == 126:
-                if size - i < 2:
-                    break
-                n = (data[i] << 8) | data[i + 1]
-                i += 2
-            elif n == 127:
-                if size - i < 8:
-                    break
-                n = int.from_bytes(data[i:i + 8], "big")
-                i += 8
+            if n >= 126:
+                if n == 126:
+                    if size - i < 2:
+                        break
+                    n = (data[i] << 8) | data[i + 1]
+                    i += 2
+                    if n < 126:
+                        unusual = True  # (not the minimal encoding: autobahn refuses it)
+                        break
+                else:
+                    if size - i < 8:
+                        break
+                    n = int.from_bytes(data[i:i + 8], "big")
+                    i += 8
+                    if n <= 0xFFFF:
+                        unusual = True  # (not the minimal encoding, or over 2^63)
+                        break
             if n > limit:
-                break  # autobahn refuses it (_max_message_size_exceeded)
+                unusual = True  # (autobahn refuses it: _max_message_size_exceeded)
+                break
             if masked:
                 if size - i < 4:
                     break
                 mask = data[i:i + 4]
                 i += 4
+            else:
+                mask = b""
             end = i + n
             if end > size:
+                # the rest of this message is still to come: its parts are kept in a list
+                self._parts = [data[i:]]
+                self._left = end - size
+                self._mask = mask
+                pos = size
                 break
-            frame = data[i:end]
-            if masked and n:
-                frame = _xor(mask, frame)
-            frames.append(frame)
+            if not mask or not n:
+                messages.append(data[i:end])
+            elif n <= _XOR_BATCH_MAX:
+                small.append(len(messages))
+                messages.append(data[i:end])
+                streams.append((mask * ((n >> 2) + 1))[:n])
+            else:
+                messages.append(_unmask(mask, data[i:end]))
             pos = end
-        if frames:
-            self.data = data[pos:]
-            self.trafficStats.incomingWebSocketMessages += len(frames)
-            self._rsocket.framesReceived(frames)
+        self.data = data[pos:] if pos else data
+        if small:
+            _unmask_batch(messages, small, streams)
+        return unusual
+
+    def _payload_received(self, data: bytes) -> None:
+        """A read while the payload of a message is incomplete (``_left`` bytes missing)."""
+        self.trafficStats.incomingOctetsWireLevel += len(data)
+        left = self._left - len(data)
+        if left > 0:
+            self._parts.append(data)
+            self._left = left
+            return
+        parts, self._parts, self._left = self._parts, [], 0
+        if left:
+            parts.append(data[:left])
+            self.data = data[left:]
+        else:
+            parts.append(data)
+        message = b"".join(parts)
+        mask, self._mask = self._mask, b""
+        self._consume([_unmask(mask, message) if mask else message])
+
+    def _deliver(self, messages: list[bytes]) -> None:
+        rsocket = self._rsocket
+        if rsocket is None:
+            return  # (the connection is gone: the rest is moot)
+        self.trafficStats.incomingWebSocketMessages += len(messages)
+        if len(messages) == 1:
+            rsocket.frameReceived(messages[0])
+        else:
+            rsocket.framesReceived(messages)
 
     def onMessageEnd(self) -> None:
         # a message assembled by autobahn: straight to onMessage (no observer signals)
@@ -211,7 +357,7 @@ class _RSocketWebSocket:
             parts = self.message_data
             self.onMessage(parts[0] if len(parts) == 1 else b"".join(parts),
                            self.message_is_binary)
-        self.message_data = None
+        self.message_data = []
 
     def onMessage(self, payload: bytes, isBinary: bool) -> None:
         rsocket = self._rsocket
@@ -278,6 +424,7 @@ class _RSocketWebSocket:
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         call, self._abort_call = self._abort_call, None
+        self._parts, self._left = [], 0  # (a message cut short: moot)
         if call is not None and call.active():
             call.cancel()
         super().connectionLost(reason)
@@ -296,37 +443,54 @@ class _RSocketWebSocket:
     # -------------------------------------------------------------- IFrameTransport
 
     def writeFrames(self, frames: list[bytes]) -> None:
-        """Send each frame as one binary message, unfragmented (see :class:`IFrameTransport`)."""
+        """Send each frame as one binary message, unfragmented, in one write (see
+        :class:`IFrameTransport`); a client masks each with a fresh random key (RFC 6455
+        §5.3, from ``os.urandom``)."""
         if self.state != _OPEN:
             return  # closing: what the RSocket side still writes is moot
         if self._perMessageCompress is not None:
             for frame in frames:
                 self.sendMessage(frame, True)
             return
-        out = []
+        out: list[bytes] = []
         if self.factory.isServer:
             for frame in frames:
                 n = len(frame)
                 if n <= 125:
-                    out += (bytes((_BINARY_FIN, n)), frame)
+                    out += (_HEADS[n], frame)
                 elif n <= 0xFFFF:
                     out += (_U16.pack(_BINARY_FIN, 126, n), frame)
                 else:
                     out += (_U64.pack(_BINARY_FIN, 127, n), frame)
         else:
-            getrandbits = random.getrandbits  # RFC 6455 §5.3: a new mask per frame
+            keys = os.urandom(4 * len(frames))
+            small: list[int] = []  # indexes in ``out`` of the small payloads, masked together
+            streams: list[bytes] = []
+            k = 0
             for frame in frames:
                 n = len(frame)
-                mask = getrandbits(32)
+                mask = keys[k:k + 4]
+                k += 4
                 if n <= 125:
-                    head = _MASKED_SMALL.pack(_BINARY_FIN, 0x80 | n, mask)
+                    out += (_MASKED_HEADS[n], mask)
                 elif n <= 0xFFFF:
-                    head = _MASKED_U16.pack(_BINARY_FIN, 0xFE, n, mask)
+                    out += (_U16.pack(_BINARY_FIN, 0xFE, n), mask)
                 else:
-                    head = _MASKED_U64.pack(_BINARY_FIN, 0xFF, n, mask)
-                out += (head, _xor(head[-4:], frame) if n else frame)
+                    out += (_U64.pack(_BINARY_FIN, 0xFF, n), mask)
+                if n > _XOR_BATCH_MAX:
+                    out.append(_unmask(mask, frame))
+                else:
+                    if n:
+                        small.append(len(out))
+                        streams.append((mask * ((n >> 2) + 1))[:n])
+                    out.append(frame)
+            if small:
+                _unmask_batch(out, small, streams)
         self.trafficStats.outgoingWebSocketMessages += len(frames)
-        self.transport.writeSequence(out)
+        if len(out) <= 6:
+            self.transport.writeSequence(out)  # (one or two frames: a large payload uncopied)
+        else:
+            self.transport.write(b"".join(out))
 
     def loseConnection(self) -> None:
         """Close with the WebSocket close handshake (code 1000, or the code of the protocol
@@ -337,7 +501,7 @@ class _RSocketWebSocket:
             self.sendCloseFrame(code=self._close_code,
                                 reasonUtf8=None if reason is None else
                                 reason.encode("utf-8")[:123], isReply=False)
-        elif state != _CLOSED and state != WebSocketProtocol.STATE_CLOSING:
+        elif state != _CLOSED and state != _CLOSING:
             self.dropConnection(abort=False)  # still in the opening handshake
 
     def abortConnection(self) -> None:
@@ -366,7 +530,8 @@ def _set_options(factory, max_frame_size: int) -> None:
 
 
 @implementer(IFrameTransport)
-class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol):
+class RSocketWebSocketServerProtocol(  # type: ignore[misc]  # (autobahn's bases, above)
+        _RSocketWebSocket, WebSocketServerProtocol):
     """Server side of one WebSocket carrying one RSocket connection: the
     :class:`~rsocket_tx.protocol.RSocketProtocol` is built by the RSocket server factory when
     the WebSocket opens, and this protocol is its :class:`IFrameTransport`."""
@@ -399,7 +564,8 @@ class RSocketWebSocketServerProtocol(_RSocketWebSocket, WebSocketServerProtocol)
 
 
 @implementer(IFrameTransport)
-class RSocketWebSocketClientProtocol(_RSocketWebSocket, WebSocketClientProtocol):
+class RSocketWebSocketClientProtocol(  # type: ignore[misc]  # (autobahn's bases, above)
+        _RSocketWebSocket, WebSocketClientProtocol):
     """Client side: builds the RSocket client factory's protocol when the WebSocket opens and
     fires the factory's ``opened`` Deferred with it (or fails it with
     :class:`WebSocketHandshakeError` if the WebSocket does not open)."""
@@ -449,11 +615,13 @@ class _ClientFactory(WebSocketClientFactory):
         self.noisy = False
         self.rsocket_factory = rsocket_factory
         self.opened: Deferred = Deferred(self._cancel)
-        self._proto = None
+        self._proto: RSocketWebSocketClientProtocol | None = None
         _set_options(self, rsocket_factory.config.max_frame_size)
 
     def buildProtocol(self, addr):
-        self._proto = proto = super().buildProtocol(addr)
+        proto = super().buildProtocol(addr)
+        if isinstance(proto, RSocketWebSocketClientProtocol):
+            self._proto = proto
         return proto
 
     def _cancel(self, opened: Deferred) -> None:
