@@ -436,7 +436,18 @@ class RSocketProtocol(MuxProtocol):
             for frame in frames:
                 self.frameReceived(frame)
             return
-        super().framesReceived(frames)
+        conn = self._conn
+        receive_frames = getattr(conn, "receive_frames", None)
+        if conn is None or receive_frames is None:  # (without it: the 2015 draft's)
+            super().framesReceived(frames)
+            return
+        events = receive_frames(frames, self.reactor.seconds())
+        if events:
+            self.handle_events(events)
+            if conn.read_failure is not None:
+                # a frame past the max frame size followed these: handled first, now it
+                self.handle_events(conn.pending_events())
+        self.flush()
 
     def transport_error(self, reason: str) -> None:
         """The transport received something that is no RSocket frame (a WebSocket text

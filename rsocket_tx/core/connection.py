@@ -627,6 +627,40 @@ class RSocketConnection:
             # (kept as a value: its traceback would hold this frame, and so this connection,
             # in a reference cycle)
             too_large = exc.with_traceback(None)
+        return self._receive_frames(frames, too_large, now)
+
+    def receive_frames(self, frames: list[bytes], now: float | None = None) -> list[Event]:
+        """Feed the whole frames of one read of a message transport (WebSocket: the messages
+        cut out of one read); return their events: what :meth:`receive_frame` returns for
+        each, in one batch, through the same path as the frames of :meth:`receive_data`.
+        A frame over ``max_frame_size`` is answered as in :meth:`receive_data`: the frames
+        before it first, then the failure (:attr:`read_failure`).
+
+        :param now: as in :meth:`receive_data`.
+        """
+        state = self._state
+        if state == _CLOSED or state == _DETACHED:
+            return []
+        if self.read_failure is not None:
+            return self.pending_events()
+        if state != _OPEN:  # (SETUP, RESUME: with their own limits, one at a time)
+            events: list[Event] = []
+            for frame in frames:
+                events += self.receive_frame(frame, now)
+            return events
+        too_large = None
+        limit = self._max_frame_size
+        if max(map(len, frames)) > limit:
+            k = next(k for k, frame in enumerate(frames) if len(frame) > limit)
+            too_large = E.FrameTooLargeError(
+                f"frame length {len(frames[k])} exceeds the max frame size of {limit} bytes",
+                frames[:k])
+            frames = too_large.frames
+        return self._receive_frames(frames, too_large, now)
+
+    def _receive_frames(self, frames: list[bytes], too_large: E.FrameTooLargeError | None,
+                        now: float | None) -> list[Event]:
+        state = self._state
         events: list[Event] = []
         if frames:
             self._mark_alive(now)
