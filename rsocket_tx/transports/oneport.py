@@ -816,7 +816,8 @@ class OnePortFactory(Factory):
         """Close the connections whose protocol is not known yet (:attr:`sniffing`)."""
         for sniffer in list(self.sniffing):
             sniffer.stop_timer()
-            sniffer._made_transport().loseConnection()
+            if sniffer.transport is not None:
+                sniffer.transport.loseConnection()
         self.sniffing.clear()
 
     def close_connections(self) -> Deferred:
